@@ -1,0 +1,506 @@
+//! Queue disciplines for the bottleneck, shared by the simulator (`netsim`) and the
+//! live link emulator (`linkem`).
+//!
+//! Read this first:
+//! - A discipline implements [`Qdisc`]: it decides what to admit, mark or drop and
+//!   in what order packets leave. It owns the queued packets (CHOKe must pick a
+//!   victim among them, FQ-CoDel keeps several queues).
+//! - [`Accounted`] wraps any discipline and counts every drop and mark by reason
+//!   (STYLE.md §10: disciplines decide, the wrapper counts). Those counters become
+//!   the bottleneck samples of a `Trace`.
+//! - Every entry point takes `now`; nothing here reads a clock, and every random
+//!   draw comes from the `&mut SimRng` the owner hands in (STYLE.md §1, §9). No
+//!   discipline knows whether the simulator or the emulator drives it.
+//! - [`QdiscKind`] is the closed set of disciplines, built from one name table whose
+//!   error lists the allowed names (STYLE.md §7).
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+mod droptail;
+
+pub use droptail::{DropTail, DropTailConfig, Limit};
+pub use netunits::{SimDuration, SimRng, SimTime};
+
+/// What a discipline needs to know about a packet. The packet type itself belongs
+/// to the owner (simulator packet, emulator buffer) and implements [`Packet`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PacketMeta {
+    /// Flow id, dense from 0 in the simulator; a hash of the 5-tuple in the emulator.
+    pub flow: u32,
+    /// Size on the wire in bytes (IP packet).
+    pub bytes: u32,
+    /// ECT(0)/ECT(1) set: an AQM may mark it instead of dropping (RFC 3168 §5).
+    pub ecn_capable: bool,
+    /// Sender's base-RTT hint in microseconds (ZRTT's 16-bit header field, seed
+    /// 002); `None` when the sender carries none.
+    pub rtt_hint_us: Option<u32>,
+    /// A pure ACK or other control packet, not data.
+    pub is_ack: bool,
+}
+
+/// A packet as a queue discipline sees it.
+pub trait Packet {
+    /// Header facts the discipline decides on.
+    fn meta(&self) -> &PacketMeta;
+    /// Set the ECN Congestion Experienced codepoint (RFC 3168 §5).
+    fn mark_ce(&mut self);
+}
+
+/// Why a packet was dropped. Counted per reason in [`Counters`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DropReason {
+    /// The buffer was full (tail drop, or a hard limit of any AQM).
+    Overflow,
+    /// An early, probabilistic drop (RED, BLUE, PIE, ZRTT, MRTT, PRTO on a non-ECN flow).
+    Early,
+    /// CHOKe: the arriving packet matched a randomly chosen queued packet's flow.
+    ChokeMatch,
+    /// Dropped at dequeue because it waited too long (CoDel, FQ-CoDel).
+    Sojourn,
+    /// Dropped against an estimated fair share (CSFQ).
+    FairShare,
+}
+
+/// Why a packet was ECN-marked instead of dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MarkReason {
+    /// An early, probabilistic mark (RED, BLUE, PIE, ZRTT, MRTT, PRTO).
+    Early,
+    /// Marked at dequeue for sojourn time (CoDel, FQ-CoDel).
+    Sojourn,
+}
+
+/// What happened to a packet offered to [`Qdisc::enqueue`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Queued unchanged.
+    Admit,
+    /// Queued with CE set.
+    Mark(MarkReason),
+    /// Not queued. The packet is returned in the `dropped` sink with this reason.
+    Drop(DropReason),
+}
+
+/// A queue discipline. `P` is the owner's packet type.
+pub trait Qdisc<P: Packet> {
+    /// Scenario name of the discipline (`droptail`, `red`, ...).
+    fn name(&self) -> &'static str;
+
+    /// Offer a packet at `now`. Every packet the call drops — the arriving one and
+    /// any queued victims (CHOKe) — is pushed onto `dropped` with its reason, so the
+    /// owner never loses track of a packet (byte conservation).
+    fn enqueue(
+        &mut self,
+        now: SimTime,
+        pkt: P,
+        rng: &mut SimRng,
+        dropped: &mut Vec<(P, DropReason)>,
+    ) -> Verdict;
+
+    /// Take the next packet to transmit at `now`, if any. Packets dropped or marked
+    /// on the way out (CoDel) go to `dropped` / `marked`.
+    fn dequeue(
+        &mut self,
+        now: SimTime,
+        rng: &mut SimRng,
+        dropped: &mut Vec<(P, DropReason)>,
+        marked: &mut Vec<MarkReason>,
+    ) -> Option<P>;
+
+    /// Bytes queued now.
+    fn len_bytes(&self) -> u64;
+    /// Packets queued now.
+    fn len_packets(&self) -> usize;
+}
+
+/// Drop and mark counters by reason, cumulative since the queue was built.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Packets admitted (including marked ones).
+    pub enqueued_packets: u64,
+    /// Bytes admitted.
+    pub enqueued_bytes: u64,
+    /// Packets handed out by `dequeue`.
+    pub dequeued_packets: u64,
+    /// Bytes handed out by `dequeue`.
+    pub dequeued_bytes: u64,
+    /// Dropped packets, indexed by [`DropReason`] in declaration order.
+    pub drops: [u64; 5],
+    /// Dropped bytes, same indexing.
+    pub drop_bytes: [u64; 5],
+    /// Marked packets, indexed by [`MarkReason`] in declaration order.
+    pub marks: [u64; 2],
+}
+
+impl Counters {
+    /// Total packets dropped for any reason.
+    pub fn total_drops(&self) -> u64 {
+        self.drops.iter().sum()
+    }
+    /// Total packets marked for any reason.
+    pub fn total_marks(&self) -> u64 {
+        self.marks.iter().sum()
+    }
+}
+
+impl DropReason {
+    /// All reasons, in the index order used by [`Counters::drops`].
+    pub const ALL: [DropReason; 5] = [
+        DropReason::Overflow,
+        DropReason::Early,
+        DropReason::ChokeMatch,
+        DropReason::Sojourn,
+        DropReason::FairShare,
+    ];
+    /// Stable lower-case name used in traces and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::Overflow => "overflow",
+            DropReason::Early => "early",
+            DropReason::ChokeMatch => "choke_match",
+            DropReason::Sojourn => "sojourn",
+            DropReason::FairShare => "fair_share",
+        }
+    }
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl MarkReason {
+    /// All reasons, in the index order used by [`Counters::marks`].
+    pub const ALL: [MarkReason; 2] = [MarkReason::Early, MarkReason::Sojourn];
+    /// Stable lower-case name used in traces and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            MarkReason::Early => "early",
+            MarkReason::Sojourn => "sojourn",
+        }
+    }
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Any discipline plus its counters. Owners talk to this, never to a bare discipline.
+#[derive(Debug)]
+pub struct Accounted<Q> {
+    inner: Q,
+    counters: Counters,
+    drop_scratch_len: usize,
+}
+
+impl<Q> Accounted<Q> {
+    /// Wrap a discipline with zeroed counters.
+    pub fn new(inner: Q) -> Self {
+        Accounted { inner, counters: Counters::default(), drop_scratch_len: 0 }
+    }
+    /// Counters so far.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+    /// The wrapped discipline.
+    pub fn inner(&self) -> &Q {
+        &self.inner
+    }
+}
+
+impl<Q> Accounted<Q> {
+    fn count_new_drops<P: Packet>(&mut self, dropped: &[(P, DropReason)]) {
+        for (p, r) in &dropped[self.drop_scratch_len..] {
+            self.counters.drops[r.index()] += 1;
+            self.counters.drop_bytes[r.index()] += p.meta().bytes as u64;
+        }
+    }
+
+    /// Offer a packet; see [`Qdisc::enqueue`].
+    pub fn enqueue<P: Packet>(
+        &mut self,
+        now: SimTime,
+        pkt: P,
+        rng: &mut SimRng,
+        dropped: &mut Vec<(P, DropReason)>,
+    ) -> Verdict
+    where
+        Q: Qdisc<P>,
+    {
+        let bytes = pkt.meta().bytes as u64;
+        self.drop_scratch_len = dropped.len();
+        let v = self.inner.enqueue(now, pkt, rng, dropped);
+        match v {
+            Verdict::Admit | Verdict::Mark(_) => {
+                self.counters.enqueued_packets += 1;
+                self.counters.enqueued_bytes += bytes;
+                if let Verdict::Mark(r) = v {
+                    self.counters.marks[r.index()] += 1;
+                }
+            }
+            Verdict::Drop(_) => {}
+        }
+        self.count_new_drops(dropped);
+        v
+    }
+
+    /// Take the next packet; see [`Qdisc::dequeue`].
+    pub fn dequeue<P: Packet>(
+        &mut self,
+        now: SimTime,
+        rng: &mut SimRng,
+        dropped: &mut Vec<(P, DropReason)>,
+        marked: &mut Vec<MarkReason>,
+    ) -> Option<P>
+    where
+        Q: Qdisc<P>,
+    {
+        self.drop_scratch_len = dropped.len();
+        let marks_before = marked.len();
+        let out = self.inner.dequeue(now, rng, dropped, marked);
+        if let Some(p) = &out {
+            self.counters.dequeued_packets += 1;
+            self.counters.dequeued_bytes += p.meta().bytes as u64;
+        }
+        for r in &marked[marks_before..] {
+            self.counters.marks[r.index()] += 1;
+        }
+        self.count_new_drops(dropped);
+        out
+    }
+
+    /// Bytes queued now.
+    pub fn len_bytes<P: Packet>(&self) -> u64
+    where
+        Q: Qdisc<P>,
+    {
+        self.inner.len_bytes()
+    }
+
+    /// Packets queued now.
+    pub fn len_packets<P: Packet>(&self) -> usize
+    where
+        Q: Qdisc<P>,
+    {
+        self.inner.len_packets()
+    }
+}
+
+/// A configuration value a discipline refused, with the allowed range.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("qdisc {qdisc}: parameter `{param}` = {value} is not allowed; {allowed}")]
+pub struct ConfigError {
+    /// Discipline name.
+    pub qdisc: &'static str,
+    /// Parameter name as written in a scenario file.
+    pub param: &'static str,
+    /// The offending value, formatted.
+    pub value: String,
+    /// What would be accepted.
+    pub allowed: &'static str,
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! A minimal packet type for discipline unit tests.
+    use super::*;
+
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct TestPacket {
+        pub meta: PacketMeta,
+        pub ce: bool,
+        pub id: u64,
+    }
+
+    impl TestPacket {
+        pub fn new(id: u64, flow: u32, bytes: u32) -> Self {
+            TestPacket { meta: PacketMeta { flow, bytes, ..Default::default() }, ce: false, id }
+        }
+    }
+
+    impl Packet for TestPacket {
+        fn meta(&self) -> &PacketMeta {
+            &self.meta
+        }
+        fn mark_ce(&mut self) {
+            self.ce = true;
+        }
+    }
+}
+
+/// A boxed discipline is itself a discipline, so owners can hold
+/// `Accounted<Box<dyn Qdisc<P>>>` built from the name table.
+impl<P: Packet> Qdisc<P> for Box<dyn Qdisc<P>> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn enqueue(&mut self, now: SimTime, pkt: P, rng: &mut SimRng, dropped: &mut Vec<(P, DropReason)>) -> Verdict {
+        (**self).enqueue(now, pkt, rng, dropped)
+    }
+    fn dequeue(
+        &mut self,
+        now: SimTime,
+        rng: &mut SimRng,
+        dropped: &mut Vec<(P, DropReason)>,
+        marked: &mut Vec<MarkReason>,
+    ) -> Option<P> {
+        (**self).dequeue(now, rng, dropped, marked)
+    }
+    fn len_bytes(&self) -> u64 {
+        (**self).len_bytes()
+    }
+    fn len_packets(&self) -> usize {
+        (**self).len_packets()
+    }
+}
+
+/// Parameters of one discipline as the scenario's `[bottleneck.params]` table
+/// (already unit-parsed by `fairlab.scenario`): a JSON object.
+pub type Params = serde_json::Map<String, serde_json::Value>;
+
+/// What every discipline is built with besides its own parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct QdiscContext {
+    /// The scenario's buffer size (the hard limit of every discipline).
+    pub limit: Limit,
+    /// Bottleneck rate in bits/s (RED's idle-time estimate, PIE's drain rate).
+    pub rate_bps: u64,
+    /// Typical packet size in bytes (RED's `mean_pktsize`).
+    pub mean_packet_bytes: u32,
+    /// The scenario's reference RTT (the largest flow RTT unless set), for defaults
+    /// that scale with it.
+    pub reference_rtt: SimDuration,
+}
+
+/// One row of the name table.
+#[derive(Clone, Copy)]
+pub struct QdiscEntry {
+    /// Scenario name.
+    pub name: &'static str,
+    /// One line for `fairlab list qdiscs` and the docs.
+    pub summary: &'static str,
+    /// Parameters with their defaults, one line.
+    pub params: &'static str,
+}
+
+impl std::fmt::Debug for QdiscEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QdiscEntry").field("name", &self.name).finish()
+    }
+}
+
+// Discipline modules: one file each. Add `mod x;` above (with the `pub use`), one
+// `QdiscEntry` here and one arm in `build`.
+/// The closed name table (STYLE.md §7).
+pub static REGISTRY: &[QdiscEntry] = &[
+    QdiscEntry {
+        name: "droptail",
+        summary: "FIFO, drops arrivals when the buffer is full (packets or bytes)",
+        params: "(none: the buffer is the scenario's `buffer`)",
+    },
+    // -- entries --
+];
+
+/// Comma-separated names of every discipline.
+pub fn known_names() -> String {
+    REGISTRY.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
+}
+
+/// A qdisc name or parameter the scenario got wrong.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum BuildError {
+    /// Not in the name table.
+    #[error("unknown qdisc `{name}`; known: {known}")]
+    UnknownName {
+        /// What the scenario said.
+        name: String,
+        /// Comma-separated allowed names.
+        known: String,
+    },
+    /// A parameter was refused.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+/// Build the discipline `name` for packets of type `P`.
+pub fn build<P: Packet + 'static>(name: &str, params: &Params, ctx: &QdiscContext) -> Result<Box<dyn Qdisc<P>>, BuildError> {
+    let mut r = ParamReader::new(static_name(name)?, params);
+    let q: Box<dyn Qdisc<P>> = match name {
+        "droptail" => Box::new(DropTail::new(DropTailConfig { limit: ctx.limit })?),
+        // -- build arms --
+        _ => unreachable!("static_name checked the name"),
+    };
+    r.finish()?;
+    Ok(q)
+}
+
+fn static_name(name: &str) -> Result<&'static str, BuildError> {
+    REGISTRY
+        .iter()
+        .find(|e| e.name == name)
+        .map(|e| e.name)
+        .ok_or_else(|| BuildError::UnknownName { name: name.to_string(), known: known_names() })
+}
+
+/// Reads typed parameters, refusing unknown keys and out-of-range values.
+#[derive(Debug)]
+pub struct ParamReader<'a> {
+    qdisc: &'static str,
+    params: &'a Params,
+    seen: Vec<&'static str>,
+}
+
+impl<'a> ParamReader<'a> {
+    /// Start reading `params` for discipline `qdisc`.
+    pub fn new(qdisc: &'static str, params: &'a Params) -> Self {
+        ParamReader { qdisc, params, seen: Vec::new() }
+    }
+
+    /// A float in `[lo, hi]`, or `default` when absent.
+    pub fn f64(&mut self, key: &'static str, default: f64, lo: f64, hi: f64, allowed: &'static str) -> Result<f64, ConfigError> {
+        self.seen.push(key);
+        match self.params.get(key) {
+            None => Ok(default),
+            Some(v) => match v.as_f64() {
+                Some(x) if x.is_finite() && x >= lo && x <= hi => Ok(x),
+                _ => Err(ConfigError { qdisc: self.qdisc, param: key, value: v.to_string(), allowed }),
+            },
+        }
+    }
+
+    /// A non-negative integer in `[lo, hi]`, or `default` when absent.
+    pub fn u64(&mut self, key: &'static str, default: u64, lo: u64, hi: u64, allowed: &'static str) -> Result<u64, ConfigError> {
+        self.seen.push(key);
+        match self.params.get(key) {
+            None => Ok(default),
+            Some(v) => match v.as_u64() {
+                Some(x) if x >= lo && x <= hi => Ok(x),
+                _ => Err(ConfigError { qdisc: self.qdisc, param: key, value: v.to_string(), allowed }),
+            },
+        }
+    }
+
+    /// A boolean, or `default` when absent.
+    pub fn bool(&mut self, key: &'static str, default: bool) -> Result<bool, ConfigError> {
+        self.seen.push(key);
+        match self.params.get(key) {
+            None => Ok(default),
+            Some(v) => v.as_bool().ok_or_else(|| ConfigError {
+                qdisc: self.qdisc,
+                param: key,
+                value: v.to_string(),
+                allowed: "true or false",
+            }),
+        }
+    }
+
+    /// Call last: fails if the scenario gave a key no reader asked for.
+    pub fn finish(self) -> Result<(), ConfigError> {
+        match self.params.keys().find(|k| !self.seen.iter().any(|s| s == k)) {
+            Some(k) => Err(ConfigError {
+                qdisc: self.qdisc,
+                param: "(unknown parameter)",
+                value: k.clone(),
+                allowed: "see `fairlab list qdiscs` for this discipline's parameters",
+            }),
+            None => Ok(()),
+        }
+    }
+}

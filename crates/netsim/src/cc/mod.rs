@@ -1,0 +1,316 @@
+//! Congestion control: one small trait, one file per algorithm.
+//!
+//! Read this first (STYLE.md §4–§8):
+//! - A controller owns its congestion window and slow-start threshold and nothing
+//!   else of the sender. It never sees packets, the event queue, a clock or an RNG
+//!   it made itself: everything arrives as arguments.
+//! - The sender (TCP or DCCP endpoint) does loss detection, the SACK scoreboard, RTO
+//!   and pacing. It tells the controller about ACKs ([`CongestionControl::on_ack`]),
+//!   about ONE loss episode at a time ([`CongestionControl::on_congestion_event`];
+//!   the sender guarantees at most one call per window of data), and about recovery
+//!   exit, RTO and spurious-loss undo.
+//! - Linux-derived algorithms (CUBIC, BIC, HighSpeed, H-TCP) keep state in segments
+//!   with a per-ACK counter, as `tcp_cubic.c` does, and convert to bytes here at the
+//!   trait boundary using the MSS they were built with.
+//! - [`CcKind`] is the closed set of algorithms, parsed from one name table whose
+//!   error lists every allowed name (STYLE.md §7).
+
+use netunits::{Bandwidth, SimDuration, SimTime};
+
+/// What the sender knows when an ACK advances the window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AckSample {
+    /// Time the ACK arrived.
+    pub now: SimTime,
+    /// Bytes newly acknowledged (cumulatively or by SACK) by this ACK.
+    pub acked_bytes: u64,
+    /// The same in whole segments (at least 1 when `acked_bytes > 0`).
+    pub acked_segments: u32,
+    /// RTT measured from this ACK (Karn's rule applied), if any.
+    pub rtt: Option<SimDuration>,
+    /// Smoothed RTT after this sample (RFC 6298).
+    pub srtt: SimDuration,
+    /// Lowest RTT seen on the connection.
+    pub min_rtt: SimDuration,
+    /// Bytes in flight BEFORE this ACK was processed.
+    pub prior_in_flight: u64,
+    /// Bytes in flight after it.
+    pub in_flight: u64,
+    /// The sender had less data than cwnd allows (cwnd was not the limit).
+    pub app_limited: bool,
+    /// The sender is in fast recovery (loss-based controllers usually hold still).
+    pub in_recovery: bool,
+    /// Delivery-rate sample (BBR), computed by the sender as Linux `tcp_rate.c` does.
+    pub rate: Option<RateSample>,
+}
+
+/// A delivery-rate sample (Cheng et al., draft-cheng-iccrg-delivery-rate-estimation).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RateSample {
+    /// Bytes delivered over `interval`.
+    pub delivered: u64,
+    /// The sampling interval.
+    pub interval: SimDuration,
+    /// `delivered / interval`.
+    pub delivery_rate: Bandwidth,
+    /// The sample was taken while the sender was application-limited.
+    pub is_app_limited: bool,
+    /// Total bytes delivered on the connection when the sampled packet was sent
+    /// (BBR's round counting).
+    pub prior_delivered: u64,
+    /// Total bytes delivered on the connection now.
+    pub total_delivered: u64,
+}
+
+/// Why the window is being reduced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CongestionSignal {
+    /// Loss detected by duplicate ACKs / SACK (fast retransmit).
+    Loss,
+    /// An ECN echo (RFC 3168 §6.1.2: react as to a loss, once per window).
+    Ecn,
+}
+
+/// The start of one loss (or ECN) episode.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CongestionEvent {
+    /// When the sender detected it.
+    pub now: SimTime,
+    /// Loss or ECN.
+    pub signal: CongestionSignal,
+    /// Bytes in flight when it was detected (RFC 5681 FlightSize).
+    pub in_flight: u64,
+    /// Smoothed RTT.
+    pub srtt: SimDuration,
+    /// Lowest RTT seen.
+    pub min_rtt: SimDuration,
+}
+
+/// Read-only view of a controller's state for trace sampling.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CcMetrics {
+    /// Congestion window in bytes.
+    pub cwnd: u64,
+    /// Slow-start threshold in bytes (`u64::MAX` until the first loss).
+    pub ssthresh: u64,
+    /// Pacing rate, for controllers that pace.
+    pub pacing_rate: Option<Bandwidth>,
+    /// Algorithm phase, e.g. "slow_start", "congestion_avoidance", "probe_bw".
+    pub phase: &'static str,
+}
+
+/// A congestion controller. Required: name, window, and the reaction to a loss
+/// episode; everything else has a sensible default (STYLE.md §9).
+pub trait CongestionControl: std::fmt::Debug {
+    /// Scenario name, as Linux names it (`reno`, `cubic`, ...).
+    fn name(&self) -> &'static str;
+
+    /// Congestion window in bytes.
+    fn cwnd(&self) -> u64;
+
+    /// Slow-start threshold in bytes.
+    fn ssthresh(&self) -> u64;
+
+    /// An ACK advanced the window (called also during recovery, with
+    /// `ack.in_recovery` set; loss-based controllers return early then).
+    fn on_ack(&mut self, ack: &AckSample);
+
+    /// A new loss or ECN episode began: reduce ssthresh and cwnd (the Linux
+    /// `ssthresh` op plus RFC 6675's `cwnd = ssthresh` on entering recovery).
+    fn on_congestion_event(&mut self, ev: &CongestionEvent);
+
+    /// Fast recovery ended (RFC 6675 §5: the recovery point was acknowledged).
+    /// Default: nothing; the window set at the episode's start stands.
+    fn on_recovery_exit(&mut self, _now: SimTime) {}
+
+    /// The retransmission timer fired: the sender is about to retransmit from
+    /// `snd_una` with cwnd = 1 MSS (RFC 5681 §3.1, Eq. 4 for ssthresh).
+    fn on_rto(&mut self, now: SimTime, in_flight: u64);
+
+    /// The last reduction was spurious (DSACK / Eifel): restore the window from
+    /// before it, as Linux `undo_cwnd`. Default: nothing.
+    fn on_spurious_loss(&mut self, _now: SimTime) {}
+
+    /// The connection was idle for longer than an RTO (RFC 5681 §4.1 / RFC 7661).
+    /// Default: nothing.
+    fn on_idle_restart(&mut self, _now: SimTime) {}
+
+    /// A data packet of `bytes` was sent (BBR and Vegas-like controllers count them).
+    fn on_packet_sent(&mut self, _now: SimTime, _bytes: u64, _in_flight: u64) {}
+
+    /// Pacing rate, if this controller paces (BBR). `None` = send as cwnd allows.
+    fn pacing_rate(&self) -> Option<Bandwidth> {
+        None
+    }
+
+    /// State for the trace.
+    fn metrics(&self) -> CcMetrics {
+        CcMetrics {
+            cwnd: self.cwnd(),
+            ssthresh: self.ssthresh(),
+            pacing_rate: self.pacing_rate(),
+            phase: if self.cwnd() < self.ssthresh() { "slow_start" } else { "congestion_avoidance" },
+        }
+    }
+}
+
+/// A controller's configuration error, naming the parameter and allowed values.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum CcError {
+    /// The scenario named an algorithm this build does not have.
+    #[error("unknown congestion control `{name}`; known: {known}")]
+    UnknownName {
+        /// What the scenario said.
+        name: String,
+        /// Comma-separated allowed names.
+        known: String,
+    },
+    /// A parameter is out of range.
+    #[error("congestion control {cca}: parameter `{param}` = {value} is not allowed; {allowed}")]
+    BadParam {
+        /// Algorithm name.
+        cca: &'static str,
+        /// Parameter name.
+        param: &'static str,
+        /// The value given.
+        value: String,
+        /// What would be accepted.
+        allowed: &'static str,
+    },
+}
+
+/// Parameters for one controller instance, as the scenario's `[flows.cc_params]`
+/// table (already unit-parsed by `fairlab.scenario`) — a JSON object.
+pub type Params = serde_json::Map<String, serde_json::Value>;
+
+/// What every controller is built with besides its own parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CcInit {
+    /// Sender maximum segment size in bytes (payload).
+    pub mss: u64,
+    /// Initial window in segments (RFC 6928: 10; Linux 2.6.22: 3, RFC 3390).
+    pub initial_cwnd_segments: u64,
+}
+
+/// Reads typed parameters from a [`Params`] object, refusing unknown keys and
+/// out-of-range values with the allowed range (STYLE.md §8).
+#[derive(Debug)]
+pub struct ParamReader<'a> {
+    cca: &'static str,
+    params: &'a Params,
+    seen: Vec<&'static str>,
+}
+
+impl<'a> ParamReader<'a> {
+    /// Start reading `params` for algorithm `cca`.
+    pub fn new(cca: &'static str, params: &'a Params) -> Self {
+        ParamReader { cca, params, seen: Vec::new() }
+    }
+
+    /// A float in `[lo, hi]`, or `default` when absent.
+    pub fn f64(&mut self, key: &'static str, default: f64, lo: f64, hi: f64, allowed: &'static str) -> Result<f64, CcError> {
+        self.seen.push(key);
+        match self.params.get(key) {
+            None => Ok(default),
+            Some(v) => match v.as_f64() {
+                Some(x) if x.is_finite() && x >= lo && x <= hi => Ok(x),
+                _ => Err(CcError::BadParam { cca: self.cca, param: key, value: v.to_string(), allowed }),
+            },
+        }
+    }
+
+    /// A non-negative integer in `[lo, hi]`, or `default` when absent.
+    pub fn u64(&mut self, key: &'static str, default: u64, lo: u64, hi: u64, allowed: &'static str) -> Result<u64, CcError> {
+        self.seen.push(key);
+        match self.params.get(key) {
+            None => Ok(default),
+            Some(v) => match v.as_u64() {
+                Some(x) if x >= lo && x <= hi => Ok(x),
+                _ => Err(CcError::BadParam { cca: self.cca, param: key, value: v.to_string(), allowed }),
+            },
+        }
+    }
+
+    /// A boolean, or `default` when absent.
+    pub fn bool(&mut self, key: &'static str, default: bool) -> Result<bool, CcError> {
+        self.seen.push(key);
+        match self.params.get(key) {
+            None => Ok(default),
+            Some(v) => v.as_bool().ok_or_else(|| CcError::BadParam {
+                cca: self.cca,
+                param: key,
+                value: v.to_string(),
+                allowed: "true or false",
+            }),
+        }
+    }
+
+    /// One of a fixed set of strings, or `default` when absent.
+    pub fn choice(&mut self, key: &'static str, default: &'static str, allowed: &'static [&'static str], allowed_text: &'static str) -> Result<&'static str, CcError> {
+        self.seen.push(key);
+        match self.params.get(key) {
+            None => Ok(default),
+            Some(v) => v
+                .as_str()
+                .and_then(|s| allowed.iter().find(|a| **a == s).copied())
+                .ok_or_else(|| CcError::BadParam { cca: self.cca, param: key, value: v.to_string(), allowed: allowed_text }),
+        }
+    }
+
+    /// Call last: fails if the scenario gave a key no reader asked for.
+    pub fn finish(self) -> Result<(), CcError> {
+        for k in self.params.keys() {
+            if !self.seen.iter().any(|s| s == k) {
+                return Err(CcError::BadParam {
+                    cca: self.cca,
+                    param: "(unknown parameter)",
+                    value: k.clone(),
+                    allowed: "see `fairlab list ccas` for this algorithm's parameters",
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One row of the name table: every algorithm fairlab can simulate.
+#[derive(Clone, Copy)]
+pub struct CcEntry {
+    /// Scenario name (Linux's name where Linux has the algorithm).
+    pub name: &'static str,
+    /// One line for `fairlab list ccas` and the docs.
+    pub summary: &'static str,
+    /// Parameters with defaults, one line for `fairlab list ccas`.
+    pub params: &'static str,
+    /// Constructor.
+    pub build: fn(&Params, &CcInit) -> Result<Box<dyn CongestionControl>, CcError>,
+}
+
+impl std::fmt::Debug for CcEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CcEntry").field("name", &self.name).finish()
+    }
+}
+
+// Algorithm modules: one file each (BBR may be a directory). Add `pub mod x;` here
+// and one `CcEntry` in REGISTRY below.
+// -- modules --
+
+/// The closed name table (STYLE.md §7). `ccid2` is not here: it is a DCCP endpoint
+/// whose AIMD lives in `crate::dccp`, selected by the scenario layer.
+pub static REGISTRY: &[CcEntry] = &[
+    // -- entries --
+];
+
+/// Comma-separated names of every algorithm (for error messages and `--help`).
+pub fn known_names() -> String {
+    REGISTRY.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
+}
+
+/// Build the controller `name` with `params`; an unknown name lists the known ones.
+pub fn build(name: &str, params: &Params, init: &CcInit) -> Result<Box<dyn CongestionControl>, CcError> {
+    match REGISTRY.iter().find(|e| e.name == name) {
+        Some(e) => (e.build)(params, init),
+        None => Err(CcError::UnknownName { name: name.to_string(), known: known_names() }),
+    }
+}

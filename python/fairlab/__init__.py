@@ -1,0 +1,1 @@
+"""fairlab: how fairly transport flows share a bottleneck, and why."""

@@ -1,0 +1,294 @@
+"""The one data model: a `Trace` of per-flow time series plus flow metadata.
+
+Read this first (DESIGN.md, "One data model"):
+
+- ``samples``: a tidy table, one row per (run, flow, t). ``t`` is seconds from the
+  earliest flow's start and is the END of the sample's interval, as iperf reports it.
+  Columns: run, flow, t, throughput_bps, and the optional cwnd_bytes, srtt_s,
+  rttvar_s, retransmits (missing values are <NA>/NaN, never 0).
+- ``flows``: one row per flow: flow, label, cca, rtt_s, start_s, source.
+- ``bottleneck``: optional router-side samples: run, t, queue_bytes, queue_pkts,
+  drops, marks (drops/marks counted during the interval ending at t).
+- ``meta``: run metadata (tool, tool_version, host, kernel, command, time,
+  interval_s, ...), JSON-serialisable.
+
+Backends and importers produce a Trace; metrics and reports consume it. The aligned
+time x flow matrix (`Trace.matrix`) is what metrics take: a flow that has not started
+(or has stopped) at a grid time is ABSENT there (NaN), never zero — a zero means the
+flow was running and delivered nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+#: Version of the Parquet layout written by `Trace.to_parquet`. Readers refuse newer
+#: files and say so (STYLE.md §14).
+FORMAT_VERSION = 1
+
+SAMPLE_COLUMNS: dict[str, str] = {
+    "run": "int64",
+    "flow": "int64",
+    "t": "float64",
+    "throughput_bps": "float64",
+    "cwnd_bytes": "float64",
+    "srtt_s": "float64",
+    "rttvar_s": "float64",
+    "retransmits": "Int64",
+}
+FLOW_COLUMNS: dict[str, str] = {
+    "flow": "int64",
+    "label": "string",
+    "cca": "string",
+    "rtt_s": "float64",
+    "start_s": "float64",
+    "source": "string",
+}
+BOTTLENECK_COLUMNS: dict[str, str] = {
+    "run": "int64",
+    "t": "float64",
+    "queue_bytes": "float64",
+    "queue_pkts": "float64",
+    "drops": "Int64",
+    "marks": "Int64",
+}
+_REQUIRED_SAMPLE = ("run", "flow", "t", "throughput_bps")
+_REQUIRED_FLOW = ("flow", "label")
+
+
+class TraceError(ValueError):
+    """A Trace could not be built or read; the message says what is wrong."""
+
+
+def _conform(df: pd.DataFrame, columns: dict[str, str], required: tuple[str, ...], what: str) -> pd.DataFrame:
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise TraceError(f"{what} table lacks required column(s) {missing}; required: {list(required)}")
+    out = pd.DataFrame(index=pd.RangeIndex(len(df)))
+    for col, dtype in columns.items():
+        if col in df.columns:
+            values = df[col].reset_index(drop=True)
+        else:
+            values = pd.Series(np.nan if dtype == "float64" else pd.NA, index=out.index, dtype="object")
+        try:
+            out[col] = values.astype(dtype)
+        except (TypeError, ValueError) as exc:
+            raise TraceError(f"{what} column {col!r} cannot be read as {dtype}: {exc}") from None
+    # Extra columns are kept after the standard ones (e.g. flow state, drops by reason).
+    for col in df.columns:
+        if col not in columns:
+            out[col] = df[col].reset_index(drop=True)
+    return out
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Per-flow samples, a flow table, optional bottleneck samples and run metadata."""
+
+    samples: pd.DataFrame
+    flows: pd.DataFrame
+    bottleneck: pd.DataFrame | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def from_frames(
+        cls,
+        samples: pd.DataFrame,
+        flows: pd.DataFrame,
+        bottleneck: pd.DataFrame | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Trace:
+        """Validate and normalise column types; refuse inconsistent input with a reason."""
+        s = _conform(samples, SAMPLE_COLUMNS, _REQUIRED_SAMPLE, "samples")
+        f = _conform(flows, FLOW_COLUMNS, _REQUIRED_FLOW, "flows")
+        b = None if bottleneck is None else _conform(bottleneck, BOTTLENECK_COLUMNS, ("run", "t"), "bottleneck")
+        if f["flow"].duplicated().any():
+            dup = sorted(f.loc[f["flow"].duplicated(), "flow"].unique().tolist())
+            raise TraceError(f"flow table lists flow id(s) {dup} more than once")
+        unknown = sorted(set(s["flow"].unique().tolist()) - set(f["flow"].tolist()))
+        if unknown:
+            raise TraceError(f"samples refer to flow id(s) {unknown} that are not in the flow table")
+        if not np.isfinite(s["t"].to_numpy()).all():
+            raise TraceError("sample times must be finite numbers of seconds")
+        tp = s["throughput_bps"].to_numpy()
+        if np.isnan(tp).any() or (tp < 0).any():
+            raise TraceError("throughput_bps must be a non-negative number in every sample")
+        s = s.sort_values(["run", "flow", "t"], kind="stable").reset_index(drop=True)
+        f = f.sort_values("flow", kind="stable").reset_index(drop=True)
+        if b is not None:
+            b = b.sort_values(["run", "t"], kind="stable").reset_index(drop=True)
+        return cls(samples=s, flows=f, bottleneck=b, meta=dict(meta or {}))
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def runs(self) -> list[int]:
+        """Run numbers present in the samples, ascending."""
+        return sorted(int(r) for r in self.samples["run"].unique())
+
+    @property
+    def labels(self) -> dict[int, str]:
+        """Flow id → label."""
+        return dict(zip(self.flows["flow"].astype(int), self.flows["label"].astype(str)))
+
+    @property
+    def interval(self) -> float:
+        """Sampling interval in seconds: ``meta['interval_s']`` if given, else the
+        median spacing of consecutive samples of one flow."""
+        if "interval_s" in self.meta and self.meta["interval_s"]:
+            return float(self.meta["interval_s"])
+        d = self.samples.groupby(["run", "flow"])["t"].diff().dropna()
+        d = d[d > 0]
+        if d.empty:
+            raise TraceError("cannot tell the sampling interval: no flow has two samples and meta lacks interval_s")
+        return float(d.median())
+
+    # ------------------------------------------------------------------ views
+    def window(self, start: float | None = None, end: float | None = None) -> Trace:
+        """The samples whose interval lies in [start, end]: those with
+        ``start < t <= end`` (t is the END of its interval, so a 1-s sample ending at
+        61 s covers 60–61 s). ``None`` leaves that side open."""
+        lo = -math.inf if start is None else float(start)
+        hi = math.inf if end is None else float(end)
+        if hi <= lo:
+            raise TraceError(f"window end ({hi:g} s) must be after its start ({lo:g} s)")
+        s = self.samples[(self.samples["t"] > lo + 1e-9) & (self.samples["t"] <= hi + 1e-9)]
+        b = self.bottleneck
+        if b is not None:
+            b = b[(b["t"] > lo + 1e-9) & (b["t"] <= hi + 1e-9)].reset_index(drop=True)
+        meta = dict(self.meta)
+        meta["window"] = [None if start is None else lo, None if end is None else hi]
+        return Trace(samples=s.reset_index(drop=True), flows=self.flows, bottleneck=b, meta=meta)
+
+    def matrix(self, run: int | None = None, column: str = "throughput_bps") -> pd.DataFrame:
+        """An aligned time × flow table of ``column`` for one run.
+
+        Alignment rule: samples are placed on the grid t_k = k·Δ (Δ = `interval`) at
+        the NEAREST grid point; two samples of one flow landing on the same point are
+        averaged. A flow with no sample at a grid point is absent there (NaN), not
+        zero. Columns are every flow of the flow table, in flow-id order, so a flow
+        with no sample in the window still appears (all NaN).
+        """
+        runs = self.runs
+        if run is None:
+            if len(runs) > 1:
+                raise TraceError(f"this trace holds runs {runs}; pass run= to choose one")
+            run = runs[0] if runs else 0
+        s = self.samples[self.samples["run"] == run]
+        flows = self.flows["flow"].astype(int).tolist()
+        if s.empty:
+            return pd.DataFrame(columns=pd.Index(flows, name="flow"), index=pd.Index([], name="t", dtype=float), dtype=float)
+        dt = self.interval
+        k = np.rint(s["t"].to_numpy() / dt).astype(np.int64)
+        grid = pd.DataFrame({"k": k, "flow": s["flow"].to_numpy(), "v": s[column].to_numpy(dtype=float, na_value=np.nan)})
+        m = grid.groupby(["k", "flow"])["v"].mean().unstack("flow")
+        m = m.reindex(columns=flows)
+        m.index = pd.Index(m.index.to_numpy() * dt, name="t")
+        m.columns = pd.Index(flows, name="flow")
+        return m.astype(float)
+
+    def flow_means(self, run: int | None = None) -> pd.Series:
+        """Mean throughput (bit/s) of each flow over the samples held (window first to
+        restrict), indexed by flow id; a flow with no samples gets NaN."""
+        s = self.samples if run is None else self.samples[self.samples["run"] == run]
+        means = s.groupby("flow")["throughput_bps"].mean()
+        return means.reindex(self.flows["flow"].astype(int).tolist()).rename("mean_bps")
+
+    # ------------------------------------------------------------------ pandas / parquet
+    def to_pandas(self) -> pd.DataFrame:
+        """Samples joined with the flow table: one tidy frame for pandas users."""
+        return self.samples.merge(self.flows, on="flow", how="left")
+
+    def to_parquet(self, path: str | Path) -> Path:
+        """Write one Parquet file: the samples as the table; the flow table,
+        bottleneck samples and metadata in the file's key-value metadata (Arrow IPC,
+        so dtypes survive exactly). Written to a temporary name and renamed, so a
+        reader never sees half a file."""
+        path = Path(path)
+        table = pa.Table.from_pandas(self.samples, preserve_index=False)
+        extra = {
+            b"fairlab.format_version": str(FORMAT_VERSION).encode(),
+            b"fairlab.flows": _ipc_encode(self.flows),
+            b"fairlab.meta": json.dumps(self.meta, sort_keys=True, default=str).encode(),
+        }
+        if self.bottleneck is not None:
+            extra[b"fairlab.bottleneck"] = _ipc_encode(self.bottleneck)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **extra})
+        tmp = path.with_name(path.name + ".tmp")
+        pq.write_table(table, tmp)
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def from_parquet(cls, path: str | Path) -> Trace:
+        """Read a file written by `to_parquet`; refuses other Parquet files and newer
+        format versions with a reason."""
+        path = Path(path)
+        try:
+            table = pq.read_table(path)
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise TraceError(f"{path}: not a readable Parquet file ({exc})") from None
+        md = table.schema.metadata or {}
+        if b"fairlab.format_version" not in md:
+            raise TraceError(f"{path}: a Parquet file, but not a fairlab trace (no fairlab metadata)")
+        version = int(md[b"fairlab.format_version"])
+        if version > FORMAT_VERSION:
+            raise TraceError(f"{path}: trace format version {version} is newer than this fairlab reads ({FORMAT_VERSION}); upgrade fairlab")
+        samples = table.replace_schema_metadata(None).to_pandas()
+        flows = _ipc_decode(md[b"fairlab.flows"])
+        bottleneck = _ipc_decode(md[b"fairlab.bottleneck"]) if b"fairlab.bottleneck" in md else None
+        meta = json.loads(md[b"fairlab.meta"])
+        return cls.from_frames(samples, flows, bottleneck, meta)
+
+    def __repr__(self) -> str:
+        n_flows = len(self.flows)
+        return (
+            f"Trace({n_flows} flow{'s' if n_flows != 1 else ''}, {len(self.samples)} samples, "
+            f"runs={self.runs}, bottleneck={'yes' if self.bottleneck is not None else 'no'})"
+        )
+
+
+def _ipc_encode(df: pd.DataFrame) -> bytes:
+    sink = io.BytesIO()
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return base64.b64encode(sink.getvalue())
+
+
+def _ipc_decode(blob: bytes) -> pd.DataFrame:
+    with pa.ipc.open_stream(io.BytesIO(base64.b64decode(blob))) as reader:
+        return reader.read_all().to_pandas()
+
+
+def concat(traces: list[Trace], *, renumber_runs: bool = True) -> Trace:
+    """Stack traces of the SAME flows (repeated runs) into one; runs are renumbered
+    0..n-1 in the given order unless ``renumber_runs`` is false."""
+    if not traces:
+        raise TraceError("nothing to concatenate")
+    first = traces[0]
+    parts, bparts = [], []
+    for i, tr in enumerate(traces):
+        if not tr.flows[["flow", "label"]].equals(first.flows[["flow", "label"]]):
+            raise TraceError(f"trace {i} has different flows from trace 0; only repeated runs of one set-up can be stacked")
+        s = tr.samples.copy()
+        if renumber_runs:
+            s["run"] = i
+        parts.append(s)
+        if tr.bottleneck is not None:
+            b = tr.bottleneck.copy()
+            if renumber_runs:
+                b["run"] = i
+            bparts.append(b)
+    return Trace.from_frames(pd.concat(parts, ignore_index=True), first.flows, pd.concat(bparts, ignore_index=True) if bparts else None, first.meta)

@@ -295,11 +295,20 @@ impl std::fmt::Debug for CcEntry {
 // Algorithm modules: one file each (BBR may be a directory). Add `pub mod x;` here
 // and one `CcEntry` in REGISTRY below.
 // -- modules --
+pub mod reno;
+#[cfg(test)]
+mod testkit;
 
 /// The closed name table (STYLE.md §7). `ccid2` is not here: it is a DCCP endpoint
 /// whose AIMD lives in `crate::dccp`, selected by the scenario layer.
 pub static REGISTRY: &[CcEntry] = &[
     // -- entries --
+    CcEntry {
+        name: "reno",
+        summary: "Reno/NewReno (RFC 5681 + RFC 3465 ABC; SACK recovery in the sender, RFC 6675)",
+        params: reno::RenoConfig::PARAMS,
+        build: reno::Reno::build,
+    },
 ];
 
 /// Comma-separated names of every algorithm (for error messages and `--help`).

@@ -1,0 +1,146 @@
+//! Test harness for controllers (test builds only): drives any
+//! [`CongestionControl`] through the trait with a fake clock, the way the sender
+//! would, so every algorithm's tests read "one RTT of ACKs", "a loss", "an RTO"
+//! (STYLE.md §13: through the trait, fake clock, closed-form expectations).
+//!
+//! The harness is an idealised sender: every ACK acknowledges `acked_segments`
+//! full segments, the flight before a round is the whole window, and RTT samples
+//! are whatever the test sets in [`Harness::rtt`].
+
+use super::{AckSample, CcInit, CongestionControl, CongestionEvent, CongestionSignal, Params};
+use netunits::{SimDuration, SimTime};
+
+/// MSS used by every controller test.
+pub(crate) const MSS: u64 = 1000;
+
+/// Build parameters from a JSON literal, e.g. `params(r#"{"beta": 0.5}"#)`.
+pub(crate) fn params(json: &str) -> Params {
+    match serde_json::from_str::<serde_json::Value>(json).expect("test params are JSON") {
+        serde_json::Value::Object(m) => m,
+        other => panic!("params must be an object, got {other}"),
+    }
+}
+
+/// The init every test uses unless it says otherwise.
+pub(crate) fn init(iw_segments: u64) -> CcInit {
+    CcInit { mss: MSS, initial_cwnd_segments: iw_segments }
+}
+
+/// A controller plus a fake clock and an idealised sender.
+#[derive(Debug)]
+pub(crate) struct Harness {
+    pub cc: Box<dyn CongestionControl>,
+    pub now: SimTime,
+    /// RTT reported on every ACK (tests change it to model queueing).
+    pub rtt: SimDuration,
+    /// Lowest RTT seen (updated automatically from `rtt`).
+    pub min_rtt: SimDuration,
+    /// Set while the fake sender is in fast recovery.
+    pub in_recovery: bool,
+    /// Set to make ACKs report an application-limited sender.
+    pub app_limited: bool,
+}
+
+impl Harness {
+    pub(crate) fn new(cc: Box<dyn CongestionControl>, rtt: SimDuration) -> Self {
+        Harness { cc, now: SimTime::from_millis(1), rtt, min_rtt: rtt, in_recovery: false, app_limited: false }
+    }
+
+    /// Congestion window in segments (rounded down).
+    pub(crate) fn cwnd_segs(&self) -> u64 {
+        self.cc.cwnd() / MSS
+    }
+
+    /// Advance the fake clock.
+    pub(crate) fn advance(&mut self, d: SimDuration) {
+        self.now += d;
+    }
+
+    /// One ACK for `segs` segments at the current time, with the window full.
+    pub(crate) fn ack(&mut self, segs: u32) {
+        if self.rtt < self.min_rtt {
+            self.min_rtt = self.rtt;
+        }
+        let inflight = self.cc.cwnd();
+        let acked = segs as u64 * MSS;
+        let a = AckSample {
+            now: self.now,
+            acked_bytes: acked,
+            acked_segments: segs,
+            rtt: Some(self.rtt),
+            srtt: self.rtt,
+            min_rtt: self.min_rtt,
+            prior_in_flight: inflight,
+            in_flight: inflight.saturating_sub(acked),
+            app_limited: self.app_limited,
+            in_recovery: self.in_recovery,
+            rate: None,
+        };
+        self.cc.on_ack(&a);
+    }
+
+    /// One round trip: the window at the start of the round is ACKed one segment
+    /// per ACK, the ACKs spread evenly over one RTT. Returns the number of ACKs.
+    pub(crate) fn round(&mut self) -> u64 {
+        let n = self.cwnd_segs().max(1);
+        let step = SimDuration::from_nanos(self.rtt.as_nanos() / n);
+        for _ in 0..n {
+            self.advance(step);
+            self.ack(1);
+        }
+        // Land exactly one RTT after the round began.
+        let rest = self.rtt.as_nanos() - step.as_nanos() * n;
+        self.advance(SimDuration::from_nanos(rest));
+        n
+    }
+
+    /// A loss episode with the whole window in flight; the sender then enters
+    /// recovery (set `in_recovery`). Call [`Harness::exit_recovery`] to end it.
+    pub(crate) fn loss(&mut self) {
+        self.congestion(CongestionSignal::Loss);
+        self.in_recovery = true;
+    }
+
+    /// A congestion event of the given kind with the whole window in flight.
+    pub(crate) fn congestion(&mut self, signal: CongestionSignal) {
+        let ev = CongestionEvent {
+            now: self.now,
+            signal,
+            in_flight: self.cc.cwnd(),
+            srtt: self.rtt,
+            min_rtt: self.min_rtt,
+        };
+        self.cc.on_congestion_event(&ev);
+    }
+
+    /// Recovery ended.
+    pub(crate) fn exit_recovery(&mut self) {
+        self.in_recovery = false;
+        self.cc.on_recovery_exit(self.now);
+    }
+
+    /// A loss, one RTT of recovery, and recovery exit.
+    pub(crate) fn loss_and_recover(&mut self) {
+        self.loss();
+        self.advance(self.rtt);
+        self.exit_recovery();
+    }
+
+    /// Grow the window (slow start then CA) until it reaches `segs`, bounded.
+    pub(crate) fn grow_to(&mut self, segs: u64) {
+        for _ in 0..100_000 {
+            if self.cwnd_segs() >= segs {
+                return;
+            }
+            self.advance(SimDuration::from_nanos(self.rtt.as_nanos() / self.cwnd_segs().max(1)));
+            self.ack(1);
+        }
+        panic!("window never reached {segs} segments (at {})", self.cwnd_segs());
+    }
+}
+
+/// Relative closeness for floating-point expectations.
+#[allow(dead_code)]
+pub(crate) fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs().max(1e-12)
+}

@@ -1,0 +1,245 @@
+"""The scenario schema: a dumbbell, its flows and the run settings.
+
+One scenario file runs on every backend (DESIGN.md). This module validates a TOML
+file with pydantic, turns every human unit into integers exactly once
+(`fairlab.scenario.units`), and resolves the result into the plain JSON document the
+Rust engine reads (`Scenario.resolve`). Every error names the file, the field and the
+allowed values. The format is documented in docs/scenario-format.md.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from . import units
+
+#: Wire overhead added to each MSS-sized segment: 20 B IPv4 + 20 B TCP + 12 B
+#: timestamp option, as Linux sends by default (so MSS 1448 ⇒ 1500-byte packets).
+HEADER_BYTES = 52
+
+
+class ScenarioError(ValueError):
+    """A scenario file is wrong; the message names the file, field and allowed values."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Bottleneck(_Strict):
+    """The shared link: its rate, buffer and queue discipline."""
+
+    rate: int = Field(description="bits/s")
+    buffer: tuple[str, float] = ("bdp", 1.0)
+    buffer_rtt: int | None = Field(default=None, description="ns; BDP reference RTT, default the largest flow RTT")
+    qdisc: str = "droptail"
+    params: dict[str, Any] = Field(default_factory=dict)
+    loss_rate: float = Field(default=0.0, ge=0.0, lt=1.0, description="random loss probability per data packet (simulator only)")
+
+    _rate = field_validator("rate", mode="before")(lambda v: units.parse_rate(v))
+    _buffer = field_validator("buffer", mode="before")(lambda v: units.parse_buffer(v) if not isinstance(v, tuple) else v)
+    _brtt = field_validator("buffer_rtt", mode="before")(lambda v: None if v is None else units.parse_duration(v))
+
+
+class Flow(_Strict):
+    """One flow (or `count` identical flows) through the bottleneck."""
+
+    cca: str
+    rtt: int = Field(description="ns, two-way propagation delay, split equally both ways (seed 001)")
+    start: int = 0
+    stop: int | None = None
+    bytes: int | None = Field(default=None, description="finite transfer size; default an infinite backlog")
+    count: int = Field(default=1, ge=1, le=100_000)
+    label: str | None = None
+    rwnd: int | None = Field(default=None, description="receiver window cap in bytes")
+    ecn: bool = False
+    mss: int = Field(default=1448, ge=88, le=65_000)
+    sack: bool = True
+    delayed_ack: bool = True
+    initial_cwnd: int = Field(default=10, ge=1, le=1000)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    _durations = field_validator("rtt", "start", mode="before")(lambda v: units.parse_duration(v))
+    _stop = field_validator("stop", mode="before")(lambda v: None if v is None else units.parse_duration(v))
+    _sizes = field_validator("bytes", "rwnd", mode="before")(lambda v: None if v is None else units.parse_size(v))
+
+    @field_validator("rtt")
+    @classmethod
+    def _positive_rtt(cls, v: int) -> int:
+        if v <= 0:
+            raise ValueError("a flow's RTT must be greater than 0")
+        return v
+
+    @model_validator(mode="after")
+    def _stop_after_start(self) -> Flow:
+        if self.stop is not None and self.stop <= self.start:
+            raise ValueError("stop must be later than start")
+        return self
+
+
+class Variation(_Strict):
+    """Seeded, documented sources of run-to-run variation (docs/scenario-format.md).
+    Both default on with small values so repeated runs differ like testbed runs;
+    set them to "0s" for a purely deterministic schedule."""
+
+    start_jitter: int = Field(default=10_000_000, description="ns; each flow starts uniformly in [start, start + jitter]")
+    host_jitter: int = Field(default=1_000, description="ns; per-packet sender processing delay, uniform in [0, jitter]")
+
+    _d = field_validator("start_jitter", "host_jitter", mode="before")(lambda v: units.parse_duration(v))
+
+
+class Scenario(_Strict):
+    """A validated scenario. Build with `load_scenario` or `Scenario.from_dict`."""
+
+    name: str = Field(min_length=1)
+    duration: int
+    interval: int = 1_000_000_000
+    window: tuple[int, int] | None = None
+    seed: int = Field(default=1, ge=0, lt=2**63)
+    runs: int = Field(default=1, ge=1, le=10_000)
+    bottleneck: Bottleneck
+    access_rate: int | None = Field(default=None, description="bits/s, default 10x the bottleneck rate")
+    variation: Variation = Variation()
+    flows: list[Flow] = Field(min_length=1)
+
+    _dur = field_validator("duration", "interval", mode="before")(lambda v: units.parse_duration(v))
+    _acc = field_validator("access_rate", mode="before")(lambda v: None if v is None else units.parse_rate(v))
+
+    @field_validator("window", mode="before")
+    @classmethod
+    def _window(cls, v: Any) -> Any:
+        if v is None:
+            return None
+        if not isinstance(v, (list, tuple)) or len(v) != 2:
+            raise ValueError("window is a list of two durations, e.g. [\"60s\", \"300s\"]")
+        return (units.parse_duration(v[0]), units.parse_duration(v[1]))
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        if self.duration <= 0:
+            raise ValueError("duration must be greater than 0")
+        if self.interval <= 0 or self.interval > self.duration:
+            raise ValueError("interval must be greater than 0 and at most the duration")
+        if self.window is not None:
+            lo, hi = self.window
+            if not lo < hi <= self.duration:
+                raise ValueError("window must satisfy start < end <= duration")
+        for i, f in enumerate(self.flows):
+            if f.start >= self.duration:
+                raise ValueError(f"flows[{i}] starts at or after the end of the run (duration)")
+        return self
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, source: str = "<scenario>") -> Scenario:
+        """Validate a parsed TOML/JSON document; errors become one `ScenarioError`."""
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ScenarioError(_explain(exc, source)) from None
+
+    # ------------------------------------------------------------------ derived facts
+    @property
+    def reference_rtt(self) -> int:
+        """The BDP reference RTT (ns): `bottleneck.buffer_rtt`, else the largest flow RTT."""
+        return self.bottleneck.buffer_rtt or max(f.rtt for f in self.flows)
+
+    def buffer_bytes_or_packets(self) -> dict[str, int]:
+        """The buffer as the engine takes it: {"packets": n} or {"bytes": n}.
+        A % of BDP becomes bytes: rate x reference RTT / 8 x fraction (DESIGN.md)."""
+        kind, value = self.bottleneck.buffer
+        if kind == "packets":
+            return {"packets": int(value)}
+        if kind == "bytes":
+            return {"bytes": int(value)}
+        bdp = self.bottleneck.rate * self.reference_rtt / 8 / 1e9
+        return {"bytes": max(1, int(round(bdp * value)))}
+
+    def expanded_flows(self) -> list[tuple[str, Flow]]:
+        """Every flow after `count` expansion, with its label: the given label (or the
+        cca) plus "-k" when count > 1 or the same label occurs twice."""
+        base = [(f.label or f.cca) for f in self.flows]
+        out: list[tuple[str, Flow]] = []
+        for f, b in zip(self.flows, base):
+            dup = f.count > 1 or base.count(b) > 1
+            for k in range(f.count):
+                out.append((f"{b}-{len(out) + 1}" if dup else b, f))
+        return out
+
+    def resolve(self, *, seed: int | None = None) -> dict[str, Any]:
+        """The resolved document the Rust engine reads (integers only)."""
+        return {
+            "name": self.name,
+            "seed": self.seed if seed is None else seed,
+            "duration_ns": self.duration,
+            "interval_ns": self.interval,
+            "bottleneck": {
+                "rate_bps": self.bottleneck.rate,
+                "buffer": self.buffer_bytes_or_packets(),
+                "qdisc": self.bottleneck.qdisc,
+                "params": dict(self.bottleneck.params),
+                "reference_rtt_ns": self.reference_rtt,
+                "loss_rate": self.bottleneck.loss_rate,
+            },
+            "access_rate_bps": self.access_rate or 10 * self.bottleneck.rate,
+            "start_jitter_ns": self.variation.start_jitter,
+            "host_jitter_ns": self.variation.host_jitter,
+            "flows": [
+                {
+                    "cca": f.cca,
+                    "params": dict(f.params),
+                    "rtt_ns": f.rtt,
+                    "start_ns": f.start,
+                    "stop_ns": f.stop,
+                    "bytes": f.bytes,
+                    "rwnd_bytes": f.rwnd,
+                    "ecn": f.ecn,
+                    "mss": f.mss,
+                    "sack": f.sack,
+                    "delayed_ack": f.delayed_ack,
+                    "delack_timeout_ns": 40_000_000,
+                    "initial_cwnd": f.initial_cwnd,
+                }
+                for _, f in self.expanded_flows()
+            ],
+        }
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario TOML file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError(f"{path}: no such scenario file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(f"{path}: cannot read it ({exc})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{path}: not valid TOML ({exc})") from None
+    return Scenario.from_dict(data, source=str(path))
+
+
+def _explain(exc: ValidationError, source: str) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".") or "(top level)"
+        msg = err["msg"]
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        if err["type"] == "extra_forbidden":
+            msg = "is not a known field (see docs/scenario-format.md for the allowed fields)"
+        elif err["type"] == "missing":
+            msg = "is required"
+        lines.append(f"field `{loc}` {msg}" if err["type"] in ("extra_forbidden", "missing") else f"field `{loc}`: {msg}")
+    head = f"{source}: " + lines[0]
+    return head if len(lines) == 1 else head + "\n" + "\n".join(f"{source}: {ln}" for ln in lines[1:])
+
+
+# Allowed literal for docs/type checkers.
+BufferKind = Literal["bdp", "packets", "bytes"]

@@ -1,0 +1,103 @@
+"""Human units → integers, parsed here and nowhere else (DESIGN.md, "Units").
+
+Rates become bits/s, durations nanoseconds, sizes bytes. Every parser raises
+`UnitError` with a sentence that shows the allowed forms; the schema adds the field
+name and file.
+
+Conventions (written down because tools disagree):
+- Rates follow networking papers: ``Mbit``, ``Mbit/s``, ``Mb/s`` and ``Mbps`` are all
+  megaBITS per second (10^6). A capital ``B`` means bytes: ``MB/s`` and ``MBps`` are
+  megabytes per second. (Linux ``tc`` reads ``mbps`` as megabytes; fairlab does not
+  accept tc's lower-case byte spelling to avoid that trap — write ``MB/s``.)
+- Size prefixes are decimal (KB = 1000 B, MB = 10^6 B) unless binary is spelled out
+  (KiB, MiB, GiB).
+"""
+
+from __future__ import annotations
+
+import re
+
+_NUM = r"(?P<num>[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+_PREFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+
+
+class UnitError(ValueError):
+    """A value is not in an accepted unit form; the message lists the forms."""
+
+
+RATE_FORMS = "a number and a rate unit: bit/s, kbit, Mbit, Gbit (also Mbit/s, Mb/s, Mbps), or bytes per second as kB/s, MB/s, GB/s — e.g. '100Mbit', '10Gbit'"
+DURATION_FORMS = "a number and a time unit: ns, us, ms, s, min or h — e.g. '25ms', '300s'"
+SIZE_FORMS = "a number and a size unit: B, KB, MB, GB (decimal) or KiB, MiB, GiB — e.g. '64KB', '1.5MB'"
+BUFFER_FORMS = "a percentage of the BDP ('100%bdp'), a packet count ('1000p') or a size ('1.5MB', '64KiB')"
+
+
+def _text(value: object, forms: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, str):
+        raise UnitError(f"{value!r} has no unit; write {forms}")
+    return value.strip()
+
+
+def parse_rate(value: object) -> int:
+    """'100Mbit' → 100_000_000 (bits/s)."""
+    s = _text(value, RATE_FORMS)
+    m = re.fullmatch(_NUM + r"\s*(?P<prefix>[kKmMgGtT]?)(?P<unit>bit/s|bit|bps|b/s|Bps|B/s)", s)
+    if not m:
+        raise UnitError(f"{s!r} is not a rate; write {RATE_FORMS}")
+    factor = _PREFIX[m["prefix"].lower()]
+    bits = 8 if m["unit"] in ("Bps", "B/s") else 1
+    rate = float(m["num"]) * factor * bits
+    if rate <= 0:
+        raise UnitError(f"{s!r}: a rate must be greater than zero")
+    return int(round(rate))
+
+
+_DURATION_UNITS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9, "min": 60 * 10**9, "h": 3600 * 10**9}
+
+
+def parse_duration(value: object) -> int:
+    """'25ms' → 25_000_000 (nanoseconds). Zero is allowed; negative is not."""
+    s = _text(value, DURATION_FORMS)
+    m = re.fullmatch(_NUM + r"\s*(?P<unit>ns|us|µs|ms|s|min|h)", s)
+    if not m:
+        raise UnitError(f"{s!r} is not a duration; write {DURATION_FORMS}")
+    return int(round(float(m["num"]) * _DURATION_UNITS[m["unit"]]))
+
+
+_SIZE_UNITS = {"B": 1, "KB": 10**3, "kB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+
+
+def parse_size(value: object) -> int:
+    """'1.5MB' → 1_500_000 (bytes). A bare integer is taken as bytes."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise UnitError(f"{value}: a size cannot be negative")
+        return value
+    s = _text(value, SIZE_FORMS)
+    m = re.fullmatch(_NUM + r"\s*(?P<unit>B|KB|kB|MB|GB|KiB|MiB|GiB)", s)
+    if not m:
+        raise UnitError(f"{s!r} is not a size; write {SIZE_FORMS}")
+    return int(round(float(m["num"]) * _SIZE_UNITS[m["unit"]]))
+
+
+def parse_buffer(value: object) -> tuple[str, float]:
+    """A buffer: ('bdp', fraction) | ('packets', n) | ('bytes', n)."""
+    s = _text(value, BUFFER_FORMS)
+    m = re.fullmatch(_NUM + r"\s*%\s*bdp", s, flags=re.IGNORECASE)
+    if m:
+        pct = float(m["num"])
+        if pct <= 0:
+            raise UnitError(f"{s!r}: the buffer must be larger than 0% of the BDP")
+        return ("bdp", pct / 100.0)
+    m = re.fullmatch(r"(?P<num>[0-9]+)\s*(p|pkts?|packets?)", s)
+    if m:
+        n = int(m["num"])
+        if n < 1:
+            raise UnitError(f"{s!r}: the buffer must hold at least one packet")
+        return ("packets", float(n))
+    try:
+        n = parse_size(s)
+    except UnitError:
+        raise UnitError(f"{s!r} is not a buffer size; write {BUFFER_FORMS}") from None
+    if n < 1:
+        raise UnitError(f"{s!r}: the buffer must hold at least one byte")
+    return ("bytes", float(n))

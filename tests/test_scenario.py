@@ -1,0 +1,96 @@
+"""Scenario schema: units parsed once, clear errors, resolution for the engine."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fairlab.scenario import Scenario, ScenarioError, load_scenario, parse_buffer, parse_duration, parse_rate, parse_size
+from fairlab.scenario.units import UnitError
+
+
+@pytest.mark.parametrize(
+    "text,bps",
+    [("100Mbit", 100_000_000), ("10Gbit", 10_000_000_000), ("1.5 Mbit/s", 1_500_000), ("100Mbps", 100_000_000), ("100Mb/s", 100_000_000), ("12.5MB/s", 100_000_000), ("64kbit", 64_000)],
+)
+def test_rates_are_bits_per_second(text, bps):
+    assert parse_rate(text) == bps
+
+
+@pytest.mark.parametrize("text,ns", [("25ms", 25_000_000), ("300s", 300 * 10**9), ("1.5s", 1_500_000_000), ("100us", 100_000), ("2min", 120 * 10**9), ("0s", 0)])
+def test_durations_are_nanoseconds(text, ns):
+    assert parse_duration(text) == ns
+
+
+@pytest.mark.parametrize("text,n", [("1.5MB", 1_500_000), ("64KiB", 65_536), ("64KB", 64_000), ("1GB", 10**9)])
+def test_sizes_are_bytes(text, n):
+    assert parse_size(text) == n
+
+
+@pytest.mark.parametrize("text,parsed", [("100%bdp", ("bdp", 1.0)), ("20%BDP", ("bdp", 0.2)), ("1000p", ("packets", 1000.0)), ("1.5MB", ("bytes", 1_500_000.0))])
+def test_buffers(text, parsed):
+    assert parse_buffer(text) == parsed
+
+
+@pytest.mark.parametrize("bad", ["100", "100 apples", "-5Mbit", "0Mbit", 100, True])
+def test_bad_rates_say_what_is_allowed(bad):
+    with pytest.raises(UnitError, match="Mbit"):
+        parse_rate(bad)
+
+
+@given(st.floats(min_value=0.001, max_value=1e6, allow_nan=False), st.sampled_from(["ms", "s", "us"]))
+def test_duration_parsing_matches_the_unit_factor(x, unit):
+    factor = {"ms": 1e6, "s": 1e9, "us": 1e3}[unit]
+    assert parse_duration(f"{x!r}{unit}") == round(x * factor)
+
+
+def test_seed_001_example_resolves_to_its_bdp(tmp_path):
+    # 100 Mbit/s x 100 ms = 1.25 MB: 100% BDP (seed 001's router buffer).
+    s = load_scenario("examples/ccid2-vs-cubic-100ms.toml")
+    doc = s.resolve()
+    assert doc["bottleneck"]["buffer"] == {"bytes": 1_250_000}
+    assert doc["bottleneck"]["rate_bps"] == 100_000_000
+    assert doc["access_rate_bps"] == 1_000_000_000  # default 10x the bottleneck
+    assert [f["start_ns"] for f in doc["flows"]] == [0, 30 * 10**9]
+    assert doc["duration_ns"] == 300 * 10**9 and s.window == (60 * 10**9, 300 * 10**9)
+
+
+def test_bdp_reference_is_the_largest_rtt_unless_given():
+    base = {"name": "x", "duration": "10s", "bottleneck": {"rate": "80Mbit", "buffer": "50%bdp"}, "flows": [{"cca": "reno", "rtt": "20ms"}, {"cca": "reno", "rtt": "80ms"}]}
+    assert Scenario.from_dict(base).resolve()["bottleneck"]["buffer"] == {"bytes": 400_000}  # 80e6*0.08/8*0.5
+    base["bottleneck"]["buffer_rtt"] = "20ms"
+    assert Scenario.from_dict(base).resolve()["bottleneck"]["buffer"] == {"bytes": 100_000}
+
+
+def test_count_expands_flows_with_distinct_labels():
+    s = Scenario.from_dict({"name": "x", "duration": "10s", "bottleneck": {"rate": "1Gbit"}, "flows": [{"cca": "cubic", "rtt": "10ms", "count": 3}, {"cca": "reno", "rtt": "10ms"}]})
+    assert [lbl for lbl, _ in s.expanded_flows()] == ["cubic-1", "cubic-2", "cubic-3", "reno"]
+    assert len(s.resolve()["flows"]) == 4
+
+
+@pytest.mark.parametrize(
+    "patch,needle",
+    [
+        ({"duration": "300"}, "field `duration`"),
+        ({"bottleneck": {"rate": "100Mbot"}}, "field `bottleneck.rate`"),
+        ({"flows": [{"cca": "reno", "rtt": "10ms", "colour": "red"}]}, "field `flows[0].colour` is not a known field"),
+        ({"flows": [{"cca": "reno"}]}, "field `flows[0].rtt` is required"),
+        ({"window": ["60s", "900s"]}, "window must satisfy"),
+        ({"flows": [{"cca": "reno", "rtt": "10ms", "start": "500s"}]}, "starts at or after the end"),
+    ],
+)
+def test_errors_name_the_file_and_field(patch, needle):
+    doc = {"name": "x", "duration": "300s", "bottleneck": {"rate": "100Mbit"}, "flows": [{"cca": "reno", "rtt": "10ms"}]}
+    doc.update(patch)
+    with pytest.raises(ScenarioError) as err:
+        Scenario.from_dict(doc, source="my.toml")
+    assert str(err.value).startswith("my.toml: ")
+    assert needle in str(err.value)
+
+
+def test_missing_and_malformed_files_are_refused(tmp_path):
+    with pytest.raises(ScenarioError, match="no such scenario file"):
+        load_scenario(tmp_path / "nope.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = [unclosed")
+    with pytest.raises(ScenarioError, match="not valid TOML"):
+        load_scenario(bad)

@@ -1,5 +1,11 @@
-//! `fairlab._core`: the thin PyO3 layer over `netsim` (STYLE.md §11). No logic here.
+//! `fairlab._core`: the thin PyO3 layer over `netsim` (STYLE.md §11).
+//!
+//! Pure Rust lives in `netsim`/`aqm`; each function here only converts arguments in
+//! and columnar results out. Errors are mapped in one place (`error.rs`).
 use pyo3::prelude::*;
+
+mod error;
+mod registry;
 
 /// Version of the compiled core, to check the Python package and the extension match.
 #[pyfunction]
@@ -10,5 +16,8 @@ fn core_version() -> &'static str {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::cc_registry, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::qdisc_registry, m)?)?;
+    error::register(m)?;
     Ok(())
 }

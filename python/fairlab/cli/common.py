@@ -1,0 +1,56 @@
+"""Shared CLI pieces: consoles, the user-error types, argument parsers."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from ..analysis import AnalysisError
+from ..scenario import ScenarioError
+from ..trace import TraceError
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    errors: list[type[BaseException]] = [AnalysisError, ScenarioError, TraceError, FileNotFoundError]
+    try:
+        from ..ingest import IngestError
+
+        errors.append(IngestError)
+    except ImportError:  # pragma: no cover - ingest is part of the package
+        pass
+    try:
+        from .._core import SimulationError
+
+        errors.append(SimulationError)
+    except ImportError:  # pragma: no cover - the compiled core is built by `make install`
+        pass
+    return tuple(errors)
+
+
+USER_ERRORS = _user_errors()
+
+
+class UsageError(AnalysisError):
+    """A command-line value is malformed."""
+
+
+def parse_window(text: str | None) -> tuple[float | None, float | None] | None:
+    """'60:300' → (60.0, 300.0); '60:' and ':300' leave a side open. Seconds."""
+    if text is None:
+        return None
+    parts = text.split(":")
+    if len(parts) != 2:
+        raise UsageError(f"--window {text!r} must be START:END in seconds, e.g. 60:300 (either side may be empty)")
+    out: list[float | None] = []
+    for p in parts:
+        p = p.strip().rstrip("s")
+        if p == "":
+            out.append(None)
+            continue
+        try:
+            out.append(float(p))
+        except ValueError:
+            raise UsageError(f"--window {text!r} must be START:END in seconds, e.g. 60:300") from None
+    return (out[0], out[1])

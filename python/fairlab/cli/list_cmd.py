@@ -1,0 +1,50 @@
+"""`fairlab list ccas|qdiscs`: the engine's name tables, with parameters."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from .common import console
+
+app = typer.Typer(help="List what fairlab knows: congestion controls, queue disciplines.", no_args_is_help=True)
+
+#: CCID2 is a DCCP endpoint, not a TCP congestion controller, so it is not in the
+#: engine's controller table; the scenario layer accepts it by this name.
+CCID2 = ("ccid2", "DCCP with CCID 2, TCP-like AIMD in packets, no retransmission (RFC 4340/4341)", "(none)")
+
+
+def cca_table() -> list[tuple[str, str, str]]:
+    """Every congestion control a scenario may name: (name, summary, parameters)."""
+    from .._core import cc_registry
+
+    return [*cc_registry(), CCID2]
+
+
+def qdisc_table() -> list[tuple[str, str, str]]:
+    """Every queue discipline a scenario may name: (name, summary, parameters)."""
+    from .._core import qdisc_registry
+
+    return list(qdisc_registry())
+
+
+def _print(rows: list[tuple[str, str, str]], title: str) -> None:
+    t = Table(title=title, title_justify="left", show_lines=True)
+    t.add_column("name", style="bold")
+    t.add_column("what it is")
+    t.add_column("parameters (defaults)")
+    for name, summary, params in rows:
+        t.add_row(name, summary, params)
+    console.print(t)
+
+
+@app.command("ccas")
+def ccas() -> None:
+    """Congestion controls for a flow's `cca` (names follow Linux)."""
+    _print(cca_table(), "Congestion controls")
+
+
+@app.command("qdiscs")
+def qdiscs() -> None:
+    """Queue disciplines for the bottleneck's `qdisc`."""
+    _print(qdisc_table(), "Queue disciplines")

@@ -1,0 +1,104 @@
+"""Rich rendering of an `Analysis` for the terminal."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from ..analysis import Analysis
+from ..metrics._common import fmt_num
+from ..trace import Trace
+from .common import console
+
+CASE_COMMENT = {
+    "A": "all flows unfair",
+    "B": "some flows fair or better, some unfair",
+    "C": "some flows fair, some unfair",
+    "D": "all flows fair or better",
+    "E": "all flows fair",
+}
+
+
+def fmt_rate(bps: float | None) -> str:
+    """Bits/s with an SI prefix, as iperf prints them."""
+    if bps is None:
+        return "—"
+    for factor, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
+        if abs(bps) >= factor:
+            return f"{bps / factor:.2f} {unit}"
+    return f"{bps:.0f} bit/s"
+
+
+def fmt_seconds(s: float | None) -> str:
+    return "—" if s is None else f"{s:g} s"
+
+
+def print_analysis(trace: Trace, a: Analysis, inputs: list[str]) -> None:
+    lo, hi = a.window
+    console.print(
+        f"[bold]fairlab analyze[/] — {len(a.flows)} flow(s), window {lo:g}–{hi:g} s "
+        f"(seconds from the earliest flow's start), run {a.run}"
+    )
+    console.print(f"input: {', '.join(inputs)}", highlight=False)
+
+    t = Table(title="Flows over the window", title_justify="left")
+    for col, just in (("flow", "left"), ("cca", "left"), ("mean throughput", "right"), ("samples", "right"), ("retransmits", "right"), ("mean sRTT", "right")):
+        t.add_column(col, justify=just)
+    for f in a.flows:
+        t.add_row(
+            f.label,
+            f.cca or "—",
+            fmt_rate(f.mean_bps),
+            str(f.samples),
+            "—" if f.retransmits is None else str(f.retransmits),
+            "—" if f.mean_srtt_s is None else f"{f.mean_srtt_s * 1e3:.1f} ms",
+        )
+    console.print(t)
+
+    j = Table(title="Jain's fairness index", title_justify="left")
+    j.add_column("variant")
+    j.add_column("value", justify="right")
+    j.add_column("definition")
+    j.add_row("mean of J(t)", fmt_num(a.jain.mean_jt, 4), f"seed 000 Eq. 2, averaged over {a.jain.n_samples} sample times")
+    j.add_row("J of mean throughputs", fmt_num(a.jain.of_means, 4), "seed 000 Eq. 1 on each flow's mean over the window")
+    if a.end_summary_jain is not None:
+        j.add_row("J of end-of-test summaries", fmt_num(a.end_summary_jain, 4), "Eq. 1 on iperf3's per-stream end summary (the USC lab script's number)")
+    console.print(j)
+
+    if a.nru is not None:
+        n = a.nru
+        nt = Table(title="Normalised Resource Usage (seed 000)", title_justify="left")
+        for col in ("flow", "expected", "U_n (dB)", "σ_n (dB)", "S_n", "T_U"):
+            nt.add_column(col, justify="left" if col == "flow" else "right")
+        for i, fl in enumerate(n.flows):
+            nt.add_row(
+                fl.label or str(fl.flow),
+                fmt_rate(a.expected_bps[i]) if a.expected_bps else "—",
+                fmt_num(fl.u),
+                fmt_num(fl.sigma),
+                fmt_num(fl.stability),
+                fmt_seconds(a.flow_convergence[i]) if a.flow_convergence else "—",
+            )
+        console.print(nt)
+        console.print(
+            f"system NRU tuple ⟨U_N+, U_N−, S_N⟩ = {n.tuple_str()}   U_N = {fmt_num(n.u_mean)} dB   "
+            f"Case {n.case or '—'} ({CASE_COMMENT.get(n.case or '', 'no flows')})"
+        )
+        if n.t_e is not None:
+            console.print(f"system convergence time T_U from t_e = {n.t_e:g} s (U_c = {n.u_c:g} dB, held {n.k} sample(s)): {fmt_seconds(n.t_convergence)}")
+
+    if a.harm is not None:
+        h = Table(title="Harm (Ware et al. 2019)", title_justify="left", caption="0 = no harm, 1 = starved", caption_justify="left")
+        h.add_column("flow")
+        h.add_column("throughput harm", justify="right")
+        if a.latency_harm is not None:
+            h.add_column("latency harm", justify="right")
+        for i, f in enumerate(a.flows):
+            row = [f.label, fmt_num(a.harm.per_flow[i], 3)]
+            if a.latency_harm is not None:
+                row.append(fmt_num(a.latency_harm.per_flow[i], 3))
+            h.add_row(*row)
+        console.print(h)
+        console.print(f"throughput harm: mean {fmt_num(a.harm.mean, 3)}, worst {fmt_num(a.harm.max, 3)}")
+
+    for note in a.notes:
+        console.print(f"[dim]note: {note}[/]", highlight=False)

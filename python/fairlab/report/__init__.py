@@ -1,0 +1,1 @@
+"""Tables and figures in the style of the seed papers."""

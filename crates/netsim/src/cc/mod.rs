@@ -295,6 +295,8 @@ impl std::fmt::Debug for CcEntry {
 // Algorithm modules: one file each (BBR may be a directory). Add `pub mod x;` here
 // and one `CcEntry` in REGISTRY below.
 // -- modules --
+pub mod cubic;
+mod segwin;
 pub mod reno;
 #[cfg(test)]
 mod testkit;
@@ -303,6 +305,12 @@ mod testkit;
 /// whose AIMD lives in `crate::dccp`, selected by the scenario layer.
 pub static REGISTRY: &[CcEntry] = &[
     // -- entries --
+    CcEntry {
+        name: "cubic",
+        summary: "CUBIC (RFC 9438; Linux tcp_cubic.c, modern or 2.6.22 constants)",
+        params: cubic::CubicConfig::PARAMS,
+        build: cubic::Cubic::build,
+    },
     CcEntry {
         name: "reno",
         summary: "Reno/NewReno (RFC 5681 + RFC 3465 ABC; SACK recovery in the sender, RFC 6675)",

@@ -1,0 +1,185 @@
+//! Linux-style window bookkeeping in segments, shared by the Linux-derived
+//! controllers (CUBIC, BIC, HighSpeed, H-TCP, Scalable, Hybla, Illinois, Veno,
+//! YeAH).
+//!
+//! Read this first: Linux keeps `snd_cwnd` and `snd_ssthresh` in segments and grows
+//! the window with a per-ACK counter `snd_cwnd_cnt` (STYLE.md §4). These helpers
+//! mirror the semantics of the shared routines in `net/ipv4/tcp_cong.c` (modern
+//! kernels): `tcp_slow_start` (cwnd += acked segments, capped at ssthresh, the rest
+//! returned), `tcp_cong_avoid_ai` (+1 segment per `w` acked segments) and
+//! `tcp_reno_cong_avoid`. The conversion to bytes happens only in
+//! [`SegWindow::cwnd_bytes`] / [`SegWindow::ssthresh_bytes`], with the MSS the
+//! controller was built with.
+//!
+//! The reaction to an episode is RFC 6675's: ssthresh from the algorithm's own rule
+//! and cwnd = ssthresh at once (Linux reaches the same point gradually via PRR,
+//! RFC 6937). An RTO sets cwnd to 1 segment (RFC 5681 §3.1, Linux `tcp_enter_loss`).
+
+use super::{CcInit, CcMetrics};
+
+/// "No threshold yet": Linux `TCP_INFINITE_SSTHRESH`, reported as `u64::MAX` bytes.
+pub(crate) const INFINITE_SSTHRESH: u32 = u32::MAX;
+
+/// Window, threshold and per-ACK counter in segments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SegWindow {
+    /// `snd_cwnd`, segments (never below 1).
+    pub cwnd: u32,
+    /// `snd_ssthresh`, segments.
+    pub ssthresh: u32,
+    /// `snd_cwnd_cnt`: segments acknowledged towards the next +1.
+    pub cnt: u32,
+    /// Bytes per segment (the controller's MSS).
+    pub mss: u64,
+    /// Initial window, segments (for idle restart).
+    pub iw: u32,
+}
+
+impl SegWindow {
+    /// Initial window from `init`, no threshold.
+    pub(crate) fn new(init: &CcInit) -> Self {
+        let iw = init.initial_cwnd_segments.clamp(1, u32::MAX as u64) as u32;
+        SegWindow { cwnd: iw, ssthresh: INFINITE_SSTHRESH, cnt: 0, mss: init.mss.max(1), iw }
+    }
+
+    /// Linux `tcp_in_slow_start`: cwnd < ssthresh.
+    pub(crate) fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+
+    /// Linux `tcp_slow_start`: grow by `acked` segments but not past ssthresh;
+    /// return the acked segments left over for congestion avoidance.
+    pub(crate) fn slow_start(&mut self, acked: u32) -> u32 {
+        let new = self.cwnd.saturating_add(acked).min(self.ssthresh);
+        let used = new - self.cwnd;
+        self.cwnd = new;
+        acked - used
+    }
+
+    /// Linux `tcp_cong_avoid_ai`: +1 segment for every `w` segments acknowledged
+    /// (so +cwnd/w segments per RTT). `w` of 0 is treated as 1.
+    pub(crate) fn cong_avoid_ai(&mut self, w: u32, acked: u32) {
+        let w = w.max(1);
+        // A counter left over from a larger w credits at once (as Linux does).
+        if self.cnt >= w {
+            self.cnt = 0;
+            self.cwnd = self.cwnd.saturating_add(1);
+        }
+        self.cnt = self.cnt.saturating_add(acked);
+        if self.cnt >= w {
+            let delta = self.cnt / w;
+            self.cnt -= delta * w;
+            self.cwnd = self.cwnd.saturating_add(delta);
+        }
+    }
+
+    /// Linux `tcp_reno_cong_avoid` (after the cwnd-limited check): slow start,
+    /// then +1 segment per window acknowledged.
+    pub(crate) fn reno_cong_avoid(&mut self, acked: u32) {
+        let mut acked = acked;
+        if self.in_slow_start() {
+            acked = self.slow_start(acked);
+            if acked == 0 {
+                return;
+            }
+        }
+        let w = self.cwnd;
+        self.cong_avoid_ai(w, acked);
+    }
+
+    /// A loss/ECN episode: ssthresh = `ssthresh` (at least 2, Linux's floor in
+    /// every `ssthresh` op), cwnd = ssthresh (RFC 6675 §5), counter cleared.
+    pub(crate) fn reduce_to(&mut self, ssthresh: u32) {
+        self.ssthresh = ssthresh.max(2);
+        self.cwnd = self.ssthresh;
+        self.cnt = 0;
+    }
+
+    /// RTO: ssthresh = `ssthresh` (at least 2), cwnd = 1 segment (RFC 5681 §3.1
+    /// loss window; Linux `tcp_enter_loss`).
+    pub(crate) fn rto(&mut self, ssthresh: u32) {
+        self.ssthresh = ssthresh.max(2);
+        self.cwnd = 1;
+        self.cnt = 0;
+    }
+
+    /// Idle restart, RFC 5681 §4.1: cwnd = min(cwnd, IW). Like Linux
+    /// `tcp_cwnd_restart`, remember 3/4 of the old window in ssthresh
+    /// (`tcp_current_ssthresh`) so slow start climbs back quickly.
+    pub(crate) fn idle_restart(&mut self) {
+        if self.cwnd > self.iw {
+            let keep = (self.cwnd as u64 * 3 / 4) as u32;
+            // max(ssthresh, 3/4·cwnd); an infinite ssthresh stays infinite.
+            self.ssthresh = self.ssthresh.max(keep);
+            self.cwnd = self.iw;
+        }
+        self.cnt = 0;
+    }
+
+    /// Congestion window in bytes.
+    pub(crate) fn cwnd_bytes(&self) -> u64 {
+        self.cwnd.max(1) as u64 * self.mss
+    }
+
+    /// Slow-start threshold in bytes (`u64::MAX` while infinite).
+    pub(crate) fn ssthresh_bytes(&self) -> u64 {
+        if self.ssthresh == INFINITE_SSTHRESH {
+            u64::MAX
+        } else {
+            self.ssthresh as u64 * self.mss
+        }
+    }
+
+    /// Trace view with the controller's own phase name.
+    pub(crate) fn metrics(&self, phase: &'static str) -> CcMetrics {
+        CcMetrics { cwnd: self.cwnd_bytes(), ssthresh: self.ssthresh_bytes(), pacing_rate: None, phase }
+    }
+
+    /// Default phase: slow start or congestion avoidance.
+    pub(crate) fn basic_phase(&self) -> &'static str {
+        if self.in_slow_start() {
+            "slow_start"
+        } else {
+            "congestion_avoidance"
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(cwnd: u32, ssthresh: u32) -> SegWindow {
+        SegWindow { cwnd, ssthresh, cnt: 0, mss: 1000, iw: 10 }
+    }
+
+    #[test]
+    fn slow_start_stops_at_ssthresh_and_returns_the_rest() {
+        let mut s = w(10, 12);
+        assert_eq!(s.slow_start(5), 3);
+        assert_eq!(s.cwnd, 12);
+    }
+
+    #[test]
+    fn ai_adds_one_per_w_acked() {
+        let mut s = w(10, 5);
+        for _ in 0..30 {
+            s.cong_avoid_ai(10, 1);
+        }
+        assert_eq!(s.cwnd, 13);
+        // Stretch ACK: 25 segments with w = 10 is +2, 5 carried.
+        let mut s = w(10, 5);
+        s.cong_avoid_ai(10, 25);
+        assert_eq!((s.cwnd, s.cnt), (12, 5));
+    }
+
+    #[test]
+    fn idle_restart_keeps_three_quarters_in_ssthresh() {
+        let mut s = w(100, 50);
+        s.idle_restart();
+        assert_eq!((s.cwnd, s.ssthresh), (10, 75));
+        let mut s = w(100, INFINITE_SSTHRESH);
+        s.idle_restart();
+        assert_eq!((s.cwnd, s.ssthresh), (10, INFINITE_SSTHRESH));
+    }
+}

@@ -11,14 +11,45 @@
 //! - Every entry point takes `now`; nothing here reads a clock, and every random
 //!   draw comes from the `&mut SimRng` the owner hands in (STYLE.md §1, §9). No
 //!   discipline knows whether the simulator or the emulator drives it.
-//! - [`QdiscKind`] is the closed set of disciplines, built from one name table whose
-//!   error lists the allowed names (STYLE.md §7).
+//! - [`REGISTRY`] is the closed set of disciplines and [`build`] the one place that
+//!   turns a scenario name into a discipline; an unknown name's error lists the
+//!   allowed names (STYLE.md §7).
+//! - Parameter units (after `fairlab.scenario` has parsed the human strings): durations
+//!   are integer **nanoseconds**, probabilities and weights are floats, RED-style
+//!   thresholds are in packets (of `mean_packet_bytes` in byte mode), sizes in bytes.
+//!   `docs/qdiscs.md` lists every parameter, its default and where the default comes
+//!   from.
+//!
+//! Map: `droptail` (FIFO, reused as the queue of most others), `red` (RED and
+//! Adaptive RED; its averaging core is reused by `choke`), `blue` (its `P_b` core is
+//! reused by `zrtt`, `mrtt`, `prto`), `codel` (its dequeue state machine is reused
+//! per flow by `fq_codel`), `pie`, `csfq`.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+// mod blue;
+// mod choke;
+// mod codel;
+// mod csfq;
 mod droptail;
+// mod fq_codel;
+// mod mrtt;
+// mod pie;
+// mod prto;
+mod red;
+// mod zrtt;
 
+// pub use blue::{Blue, BlueConfig};
+// pub use choke::{Choke, ChokeConfig};
+// pub use codel::{Codel, CodelConfig};
+// pub use csfq::{Csfq, CsfqConfig};
 pub use droptail::{DropTail, DropTailConfig, Limit};
+// pub use fq_codel::{FqCodel, FqCodelConfig};
+// pub use mrtt::{Mrtt, MrttConfig, MrttLaw};
+// pub use pie::{Pie, PieConfig};
+// pub use prto::{Prto, PrtoConfig, PrtoLaw};
+pub use red::{Red, RedConfig};
+// pub use zrtt::{FlowRttView, MarkingLaw, RttAware, RttAwareConfig, RttSource, Zrtt, ZrttConfig, ZrttLaw};
 pub use netunits::{SimDuration, SimRng, SimTime};
 
 /// What a discipline needs to know about a packet. The packet type itself belongs
@@ -36,6 +67,10 @@ pub struct PacketMeta {
     pub rtt_hint_us: Option<u32>,
     /// A pure ACK or other control packet, not data.
     pub is_ack: bool,
+    /// This flow's RTT in microseconds as estimated passively by whoever forwards the
+    /// packet (the engine, or the link emulator from TCP timestamp echoes), for ZRTT,
+    /// MRTT and PRTO with `rtt_source = "passive"`; `None` when no estimate exists.
+    pub passive_rtt_us: Option<u32>,
 }
 
 /// A packet as a queue discipline sees it.
@@ -369,6 +404,41 @@ pub struct QdiscContext {
     pub reference_rtt: SimDuration,
 }
 
+impl QdiscContext {
+    /// The buffer in packets: a byte limit counts packets of `mean_packet_bytes`
+    /// (at least 1), for defaults that are stated in packets (RED thresholds, BLUE's
+    /// `q_lim`).
+    pub fn limit_packets(&self) -> u64 {
+        match self.limit {
+            Limit::Packets(n) => n,
+            Limit::Bytes(b) => (b / u64::from(self.mean_packet_bytes.max(1))).max(1),
+        }
+    }
+}
+
+/// A queued packet with the instant it arrived, for disciplines that measure
+/// sojourn time (CoDel, FQ-CoDel, PIE). It is a [`Packet`] itself, so those
+/// disciplines reuse [`DropTail`] as their FIFO.
+#[derive(Debug)]
+pub(crate) struct Stamped<P> {
+    pub(crate) pkt: P,
+    pub(crate) at: SimTime,
+}
+
+impl<P: Packet> Packet for Stamped<P> {
+    fn meta(&self) -> &PacketMeta {
+        self.pkt.meta()
+    }
+    fn mark_ce(&mut self) {
+        self.pkt.mark_ce()
+    }
+}
+
+/// A FIFO without a limit of its own (the discipline around it enforces one).
+pub(crate) fn unbounded_fifo<P: Packet>() -> DropTail<P> {
+    DropTail::new(DropTailConfig { limit: Limit::Packets(u64::MAX) }).expect("u64::MAX is a valid limit")
+}
+
 /// One row of the name table.
 #[derive(Clone, Copy)]
 pub struct QdiscEntry {
@@ -394,6 +464,11 @@ pub static REGISTRY: &[QdiscEntry] = &[
         name: "droptail",
         summary: "FIFO, drops arrivals when the buffer is full (packets or bytes)",
         params: "(none: the buffer is the scenario's `buffer`)",
+    },
+    QdiscEntry {
+        name: "red",
+        summary: "RED (Floyd & Jacobson 1993): EWMA average queue, early drop/mark between thresholds; gentle, byte mode, Adaptive RED",
+        params: "w_q=0.002 (adaptive: 1-exp(-1/C)), min_th=max_th/3, max_th=buffer/4 [packets], max_p=0.1, gentle=false (adaptive: true), byte_mode=false, ecn=false, adaptive=false, adapt_interval=0.5s",
     },
     // -- entries --
 ];
@@ -424,6 +499,7 @@ pub fn build<P: Packet + 'static>(name: &str, params: &Params, ctx: &QdiscContex
     let mut r = ParamReader::new(static_name(name)?, params);
     let q: Box<dyn Qdisc<P>> = match name {
         "droptail" => Box::new(DropTail::new(DropTailConfig { limit: ctx.limit })?),
+        "red" => Box::new(Red::new(RedConfig::from_params(&mut r, ctx)?)?),
         // -- build arms --
         _ => unreachable!("static_name checked the name"),
     };
@@ -489,6 +565,43 @@ impl<'a> ParamReader<'a> {
                 allowed: "true or false",
             }),
         }
+    }
+
+    /// A duration given as integer nanoseconds (the scenario has already parsed
+    /// "5ms"), in `[lo, hi]`, or `default` when absent.
+    pub fn duration(
+        &mut self,
+        key: &'static str,
+        default: SimDuration,
+        lo: SimDuration,
+        hi: SimDuration,
+        allowed: &'static str,
+    ) -> Result<SimDuration, ConfigError> {
+        let ns = self.u64(key, default.as_nanos(), lo.as_nanos(), hi.as_nanos(), allowed)?;
+        Ok(SimDuration::from_nanos(ns))
+    }
+
+    /// One of a fixed set of strings, or `default` when absent.
+    pub fn choice(
+        &mut self,
+        key: &'static str,
+        default: &'static str,
+        options: &'static [&'static str],
+        allowed: &'static str,
+    ) -> Result<&'static str, ConfigError> {
+        self.seen.push(key);
+        match self.params.get(key) {
+            None => Ok(default),
+            Some(v) => v
+                .as_str()
+                .and_then(|s| options.iter().copied().find(|o| *o == s))
+                .ok_or_else(|| ConfigError { qdisc: self.qdisc, param: key, value: v.to_string(), allowed }),
+        }
+    }
+
+    /// Name of the discipline being read (for errors raised after reading).
+    pub fn qdisc(&self) -> &'static str {
+        self.qdisc
     }
 
     /// Call last: fails if the scenario gave a key no reader asked for.

@@ -131,8 +131,9 @@ def jain_over_time(
     x = np.where(present, m, 0.0)
     if (x < 0).any():
         raise ValueError("matrix has a negative throughput; Jain's index needs values >= 0")
-    s1 = x.sum(axis=1)
-    s2 = np.einsum("ij,ij->i", x, x)
+    with np.errstate(over="ignore", under="ignore"):
+        s1 = x.sum(axis=1)
+        s2 = np.einsum("ij,ij->i", x, x)
     # all present flows zero <=> s1 == 0 (a sum of non-negative numbers cannot
     # underflow to 0 unless every term is 0; s2 can, which is handled below)
     zero = (s1 == 0.0) & (n > 0)
@@ -143,7 +144,7 @@ def jain_over_time(
         raise ValueError("all_zero must be 'one' or 'omit'")
     rows = np.flatnonzero(keep)
     nk = n[rows]
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         j = s1[rows] ** 2 / (nk * s2[rows])
     j = np.where(zero[rows], 1.0, j)
     # guaranteed range [1/N, 1]; clipping removes rounding noise only.  Rows whose

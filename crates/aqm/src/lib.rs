@@ -28,7 +28,7 @@
 #![warn(missing_docs)]
 
 // mod blue;
-// mod choke;
+mod choke;
 // mod codel;
 // mod csfq;
 mod droptail;
@@ -40,7 +40,7 @@ mod red;
 // mod zrtt;
 
 // pub use blue::{Blue, BlueConfig};
-// pub use choke::{Choke, ChokeConfig};
+pub use choke::{Choke, ChokeConfig};
 // pub use codel::{Codel, CodelConfig};
 // pub use csfq::{Csfq, CsfqConfig};
 pub use droptail::{DropTail, DropTailConfig, Limit};
@@ -358,6 +358,97 @@ pub(crate) mod testing {
             self.ce = true;
         }
     }
+
+    /// What one flow got from a [`run_link`] run.
+    #[derive(Clone, Debug, Default)]
+    pub struct FlowStats {
+        pub offered: u64,
+        pub delivered: u64,
+        pub delivered_bytes: u64,
+        pub dropped: u64,
+        pub marked: u64,
+        pub sojourns: Vec<SimDuration>,
+    }
+
+    impl FlowStats {
+        pub fn loss_rate(&self) -> f64 {
+            self.dropped as f64 / self.offered.max(1) as f64
+        }
+        pub fn max_sojourn(&self) -> SimDuration {
+            self.sojourns.iter().copied().max().unwrap_or_default()
+        }
+        pub fn mean_sojourn_ms(&self) -> f64 {
+            let n = self.sojourns.len().max(1) as f64;
+            self.sojourns.iter().map(|d| d.as_secs_f64() * 1e3).sum::<f64>() / n
+        }
+    }
+
+    /// A fake link: packets arrive at the given instants and leave one at a time at
+    /// `rate_bps`. When a transmission ends the link asks for the next packet even if
+    /// the queue looks empty (that `None` is the "link idle" event BLUE listens to).
+    /// Returns per-flow results indexed by flow id.
+    pub fn run_link<Q: Qdisc<TestPacket> + ?Sized>(
+        q: &mut Q,
+        mut arrivals: Vec<(SimTime, TestPacket)>,
+        rate_bps: u64,
+        rng: &mut SimRng,
+    ) -> Vec<FlowStats> {
+        arrivals.sort_by_key(|(t, p)| (*t, p.id));
+        let flows = arrivals.iter().map(|(_, p)| p.meta.flow as usize + 1).max().unwrap_or(0);
+        let mut stats = vec![FlowStats::default(); flows];
+        let mut born = std::collections::HashMap::new();
+        let rate = netunits::Bandwidth::from_bps(rate_bps);
+        let (mut dropped, mut marked) = (Vec::new(), Vec::new());
+        let mut next_tx: Option<SimTime> = None;
+        let mut it = arrivals.into_iter().peekable();
+        loop {
+            let ta = it.peek().map(|(t, _)| *t);
+            match (next_tx, ta) {
+                (Some(tx), _) if ta.is_none_or(|ta| tx <= ta) => {
+                    match q.dequeue(tx, rng, &mut dropped, &mut marked) {
+                        Some(p) => {
+                            let st = &mut stats[p.meta.flow as usize];
+                            st.delivered += 1;
+                            st.delivered_bytes += u64::from(p.meta.bytes);
+                            st.marked += u64::from(p.ce);
+                            st.sojourns.push(tx - born[&p.id]);
+                            next_tx = Some(tx + rate.tx_time(u64::from(p.meta.bytes)));
+                        }
+                        None => next_tx = None,
+                    }
+                }
+                (_, Some(t)) => {
+                    let (_, p) = it.next().unwrap();
+                    stats[p.meta.flow as usize].offered += 1;
+                    born.insert(p.id, t);
+                    q.enqueue(t, p, rng, &mut dropped);
+                    if next_tx.is_none() {
+                        next_tx = Some(t);
+                    }
+                }
+                (None, None) => break,
+                (Some(_), None) => unreachable!(),
+            }
+            for (p, _) in dropped.drain(..) {
+                stats[p.meta.flow as usize].dropped += 1;
+            }
+        }
+        stats
+    }
+
+    /// Constant-rate arrivals of `bytes`-byte packets for `flow` from `start` to
+    /// `end`, one every `gap`, ids from `first_id`.
+    pub fn cbr(flow: u32, bytes: u32, start: SimTime, end: SimTime, gap: SimDuration, first_id: u64) -> Vec<(SimTime, TestPacket)> {
+        let mut v = Vec::new();
+        let mut t = start;
+        let mut id = first_id;
+        while t < end {
+            v.push((t, TestPacket::new(id, flow, bytes)));
+            id += 1;
+            t += gap;
+        }
+        v
+    }
 }
 
 /// A boxed discipline is itself a discipline, so owners can hold
@@ -470,6 +561,11 @@ pub static REGISTRY: &[QdiscEntry] = &[
         summary: "RED (Floyd & Jacobson 1993): EWMA average queue, early drop/mark between thresholds; gentle, byte mode, Adaptive RED",
         params: "w_q=0.002 (adaptive: 1-exp(-1/C)), min_th=max_th/3, max_th=buffer/4 [packets], max_p=0.1, gentle=false (adaptive: true), byte_mode=false, ecn=false, adaptive=false, adapt_interval=0.5s",
     },
+    QdiscEntry {
+        name: "choke",
+        summary: "CHOKe (Pan, Prabhakar, Psounis 2000): RED plus drop-both when the arrival matches a random queued packet's flow",
+        params: "same as red: w_q=0.002, min_th=max_th/3, max_th=buffer/4 [packets], max_p=0.1, gentle=false, byte_mode=false, ecn=false, adaptive=false, adapt_interval=0.5s",
+    },
     // -- entries --
 ];
 
@@ -500,6 +596,7 @@ pub fn build<P: Packet + 'static>(name: &str, params: &Params, ctx: &QdiscContex
     let q: Box<dyn Qdisc<P>> = match name {
         "droptail" => Box::new(DropTail::new(DropTailConfig { limit: ctx.limit })?),
         "red" => Box::new(Red::new(RedConfig::from_params(&mut r, ctx)?)?),
+        "choke" => Box::new(Choke::new(ChokeConfig::from_params(&mut r, ctx)?)?),
         // -- build arms --
         _ => unreachable!("static_name checked the name"),
     };

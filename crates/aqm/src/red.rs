@@ -321,6 +321,47 @@ impl RedCore {
     }
 }
 
+/// RED's decision and the hard limit applied to one arrival, after
+/// [`RedCore::on_arrival`]: queue, mark-and-queue, or drop. Shared with CHOKe.
+pub(crate) fn red_admit<P: Packet>(
+    core: &mut RedCore,
+    fifo: &mut DropTail<P>,
+    now: SimTime,
+    mut pkt: P,
+    rng: &mut SimRng,
+    dropped: &mut Vec<(P, DropReason)>,
+) -> Verdict {
+    let verdict = match core.decide(rng, pkt.meta()) {
+        RedAction::Drop => Verdict::Drop(DropReason::Early),
+        _ if !fifo.fits(u64::from(pkt.meta().bytes)) => Verdict::Drop(DropReason::Overflow),
+        RedAction::Mark => Verdict::Mark(MarkReason::Early),
+        RedAction::Admit => Verdict::Admit,
+    };
+    match verdict {
+        Verdict::Drop(reason) => {
+            dropped.push((pkt, reason));
+            if fifo.len_packets() == 0 {
+                core.queue_emptied(now);
+            }
+        }
+        Verdict::Mark(_) => {
+            pkt.mark_ce();
+            fifo.push_back(pkt);
+        }
+        Verdict::Admit => fifo.push_back(pkt),
+    }
+    verdict
+}
+
+/// Take the head packet and start RED's idle clock if that emptied the queue.
+pub(crate) fn red_dequeue<P: Packet>(core: &mut RedCore, fifo: &mut DropTail<P>, now: SimTime) -> Option<P> {
+    let p = fifo.pop_front();
+    if fifo.len_packets() == 0 {
+        core.queue_emptied(now);
+    }
+    p
+}
+
 /// RED in front of a FIFO.
 #[derive(Debug)]
 pub struct Red<P> {
@@ -356,28 +397,9 @@ impl<P: Packet> Qdisc<P> for Red<P> {
         "red"
     }
 
-    fn enqueue(&mut self, now: SimTime, mut pkt: P, rng: &mut SimRng, dropped: &mut Vec<(P, DropReason)>) -> Verdict {
+    fn enqueue(&mut self, now: SimTime, pkt: P, rng: &mut SimRng, dropped: &mut Vec<(P, DropReason)>) -> Verdict {
         self.core.on_arrival(now, self.fifo.len_bytes(), self.fifo.len_packets());
-        let verdict = match self.core.decide(rng, pkt.meta()) {
-            RedAction::Drop => Verdict::Drop(DropReason::Early),
-            _ if !self.fifo.fits(u64::from(pkt.meta().bytes)) => Verdict::Drop(DropReason::Overflow),
-            RedAction::Mark => Verdict::Mark(MarkReason::Early),
-            RedAction::Admit => Verdict::Admit,
-        };
-        match verdict {
-            Verdict::Drop(reason) => {
-                dropped.push((pkt, reason));
-                if self.fifo.len_packets() == 0 {
-                    self.core.queue_emptied(now);
-                }
-            }
-            Verdict::Mark(_) => {
-                pkt.mark_ce();
-                self.fifo.push_back(pkt);
-            }
-            Verdict::Admit => self.fifo.push_back(pkt),
-        }
-        verdict
+        red_admit(&mut self.core, &mut self.fifo, now, pkt, rng, dropped)
     }
 
     fn dequeue(
@@ -387,11 +409,7 @@ impl<P: Packet> Qdisc<P> for Red<P> {
         _dropped: &mut Vec<(P, DropReason)>,
         _marked: &mut Vec<MarkReason>,
     ) -> Option<P> {
-        let p = self.fifo.pop_front();
-        if self.fifo.len_packets() == 0 {
-            self.core.queue_emptied(now);
-        }
-        p
+        red_dequeue(&mut self.core, &mut self.fifo, now)
     }
 
     fn len_bytes(&self) -> u64 {
@@ -426,7 +444,7 @@ pub(crate) mod tests {
 
     /// RED with `level` packets already queued (pushed past the discipline, so the
     /// forced-drop region can be reached).
-    fn prefilled(cfg: RedConfig, level: usize) -> Red<TestPacket> {
+    pub(crate) fn prefilled(cfg: RedConfig, level: usize) -> Red<TestPacket> {
         let mut q = Red::new(cfg).unwrap();
         for i in 0..level {
             q.fifo.push_back(TestPacket::new(1_000_000 + i as u64, 0, 1500));

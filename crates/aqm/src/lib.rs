@@ -27,7 +27,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-// mod blue;
+mod blue;
 mod choke;
 // mod codel;
 // mod csfq;
@@ -39,7 +39,7 @@ mod droptail;
 mod red;
 // mod zrtt;
 
-// pub use blue::{Blue, BlueConfig};
+pub use blue::{Blue, BlueConfig};
 pub use choke::{Choke, ChokeConfig};
 // pub use codel::{Codel, CodelConfig};
 // pub use csfq::{Csfq, CsfqConfig};
@@ -566,6 +566,11 @@ pub static REGISTRY: &[QdiscEntry] = &[
         summary: "CHOKe (Pan, Prabhakar, Psounis 2000): RED plus drop-both when the arrival matches a random queued packet's flow",
         params: "same as red: w_q=0.002, min_th=max_th/3, max_th=buffer/4 [packets], max_p=0.1, gentle=false, byte_mode=false, ecn=false, adaptive=false, adapt_interval=0.5s",
     },
+    QdiscEntry {
+        name: "blue",
+        summary: "BLUE (Feng, Kandlur, Saha, Shin 2002): marking probability raised on loss, lowered on link idle",
+        params: "freeze_time=50ms, d1=0.02, d2=0.002, q_lim=100 packets (capped at the buffer), ecn=true [seed 002]",
+    },
     // -- entries --
 ];
 
@@ -597,6 +602,7 @@ pub fn build<P: Packet + 'static>(name: &str, params: &Params, ctx: &QdiscContex
         "droptail" => Box::new(DropTail::new(DropTailConfig { limit: ctx.limit })?),
         "red" => Box::new(Red::new(RedConfig::from_params(&mut r, ctx)?)?),
         "choke" => Box::new(Choke::new(ChokeConfig::from_params(&mut r, ctx)?)?),
+        "blue" => Box::new(Blue::new(BlueConfig::from_params(&mut r, ctx)?)?),
         // -- build arms --
         _ => unreachable!("static_name checked the name"),
     };

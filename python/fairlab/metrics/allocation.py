@@ -19,8 +19,10 @@ from ._common import as_vector
 
 def _demands_weights(demands: Any, weights: Any, n: int | None) -> tuple[np.ndarray, np.ndarray]:
     if demands is None:
+        if n is None and weights is not None:
+            n = int(np.size(weights))
         if n is None:
-            raise ValueError("give demands or n_flows")
+            raise ValueError("give demands, weights or n_flows")
         d = np.full(n, np.inf)
     else:
         d = np.asarray(demands, dtype=np.float64).reshape(-1)

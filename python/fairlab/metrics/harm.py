@@ -50,8 +50,8 @@ def harm(solo: Any, with_: Any, *, direction: Direction = "more_is_better", clip
         num, den = w - s, w
     else:
         raise ValueError("direction must be 'more_is_better' or 'less_is_better'")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        h = num / den
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        h = num / den  # |h| <= 1 unless the flow improved (h -> -inf)
     h = np.where((den == 0) & (num == 0), 0.0, h)
     h = np.where(np.isinf(h), np.nan if not clip else 0.0, h)
     if clip:

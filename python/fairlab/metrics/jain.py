@@ -206,9 +206,12 @@ def mean_jain_over_time(
 
 
 def flow_means(matrix: Any) -> np.ndarray:
-    """Per-flow mean throughput over the samples where the flow is present (NaN ignored).
+    """Per-flow mean throughput over the samples where the flow is present (NaN ignored):
+    mean_n = sum_{t: present} r_n(t) / #{t: present} - the r_n of seed 000 Eq. 1 when
+    Jain is taken of mean throughputs (Tables III/IV are such means).
 
     Flows never present get NaN in the returned array (a plain array, not a result).
+    Example: [[10, NaN], [20, 4]] -> (15, 4).
     """
     m = as_matrix(matrix)
     present = ~np.isnan(m)

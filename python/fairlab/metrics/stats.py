@@ -210,10 +210,11 @@ def run_stats(values: Any, *, confidence: float = 0.95) -> RunStats:
     miss = int((~keep).sum())
     if n == 0:
         return RunStats(0, None, None, None, None, None, None, confidence, None, miss)
-    mean = float(a.mean())
+    mean = float(a[0]) if (a == a[0]).all() else float(a.mean())
     if n == 1:
         return RunStats(1, mean, None, None, None, None, None, confidence, None, miss)
-    sd = float(np.sqrt(((a - mean) ** 2).sum() / (n - 1)))
+    # identical runs have exactly zero spread (a.mean() of equal values may round)
+    sd = 0.0 if (a == a[0]).all() else float(np.sqrt(((a - mean) ** 2).sum() / (n - 1)))
     sem = sd / math.sqrt(n)
     tq = t_ppf(0.5 * (1.0 + confidence), n - 1)
     hw = tq * sem

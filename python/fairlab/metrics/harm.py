@@ -88,7 +88,9 @@ def harm_summary(
     clip: bool = True,
     q: float = 95.0,
 ) -> HarmResult:
-    """Harm per flow plus mean, max and the q-th percentile (linear interpolation).
+    """Harm per flow plus mean, max and the q-th percentile (linear interpolation)
+    (Ware et al., HotNets 2019): h_n = (solo_n - with_n)/solo_n (more is better) or
+    (with_n - solo_n)/with_n (less is better); mean_n h_n, max_n h_n, P_q(h).
 
     Ware et al. argue for judging a new algorithm by the harm it does, especially in the
     worst case; ``max`` is that worst case and ``percentile`` (default 95th) a robust

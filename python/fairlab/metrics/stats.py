@@ -70,7 +70,8 @@ def betainc_reg(a: float, b: float, x: float, xc: float | None = None) -> float:
 
 
 def t_sf(t: float, df: float) -> float:
-    """Upper tail P(T > t) of Student's t with ``df`` > 0 degrees of freedom."""
+    """Upper tail P(T > t) of Student's t with ``df`` > 0 degrees of freedom:
+    P(T > t) = I_{df/(df+t^2)}(df/2, 1/2) / 2 for t > 0 (A&S 26.7.1 / 26.5.27)."""
     if df <= 0:
         raise ValueError("df must be > 0")
     if t == 0.0:

@@ -295,6 +295,9 @@ impl std::fmt::Debug for CcEntry {
 // Algorithm modules: one file each (BBR may be a directory). Add `pub mod x;` here
 // and one `CcEntry` in REGISTRY below.
 // -- modules --
+pub mod bbr;
+#[cfg(test)]
+mod testpath;
 pub mod cubic;
 mod segwin;
 pub mod reno;
@@ -305,6 +308,12 @@ mod testkit;
 /// whose AIMD lives in `crate::dccp`, selected by the scenario layer.
 pub static REGISTRY: &[CcEntry] = &[
     // -- entries --
+    CcEntry {
+        name: "bbr",
+        summary: "BBR v1 (Cardwell et al. 2016; draft-cardwell-iccrg-bbr-congestion-control-00; Linux tcp_bbr.c without lt_bw/ack-aggregation)",
+        params: bbr::BbrConfig::PARAMS,
+        build: bbr::Bbr::build,
+    },
     CcEntry {
         name: "cubic",
         summary: "CUBIC (RFC 9438; Linux tcp_cubic.c, modern or 2.6.22 constants)",

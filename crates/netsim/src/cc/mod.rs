@@ -295,6 +295,8 @@ impl std::fmt::Debug for CcEntry {
 // Algorithm modules: one file each (BBR may be a directory). Add `pub mod x;` here
 // and one `CcEntry` in REGISTRY below.
 // -- modules --
+pub mod bic;
+pub mod highspeed;
 pub mod bbr;
 #[cfg(test)]
 mod testpath;
@@ -308,6 +310,18 @@ mod testkit;
 /// whose AIMD lives in `crate::dccp`, selected by the scenario layer.
 pub static REGISTRY: &[CcEntry] = &[
     // -- entries --
+    CcEntry {
+        name: "bic",
+        summary: "BIC-TCP (Xu, Harfoush & Rhee 2004; Linux tcp_bic.c)",
+        params: bic::BicConfig::PARAMS,
+        build: bic::Bic::build,
+    },
+    CcEntry {
+        name: "highspeed",
+        summary: "HighSpeed TCP (RFC 3649 a(w)/b(w) table; Linux tcp_highspeed.c)",
+        params: highspeed::HighSpeedConfig::PARAMS,
+        build: highspeed::HighSpeed::build,
+    },
     CcEntry {
         name: "bbr",
         summary: "BBR v1 (Cardwell et al. 2016; draft-cardwell-iccrg-bbr-congestion-control-00; Linux tcp_bbr.c without lt_bw/ack-aggregation)",

@@ -39,11 +39,14 @@ pub(crate) struct Harness {
     pub in_recovery: bool,
     /// Set to make ACKs report an application-limited sender.
     pub app_limited: bool,
+    /// Segments covered by each ACK in [`Harness::round`] and [`Harness::grow_to`]
+    /// (2 models a delayed-ACK receiver, RFC 1122 §4.2.3.2).
+    pub segs_per_ack: u32,
 }
 
 impl Harness {
     pub(crate) fn new(cc: Box<dyn CongestionControl>, rtt: SimDuration) -> Self {
-        Harness { cc, now: SimTime::from_millis(1), rtt, min_rtt: rtt, in_recovery: false, app_limited: false }
+        Harness { cc, now: SimTime::from_millis(1), rtt, min_rtt: rtt, in_recovery: false, app_limited: false, segs_per_ack: 1 }
     }
 
     /// Congestion window in segments (rounded down).
@@ -79,14 +82,15 @@ impl Harness {
         self.cc.on_ack(&a);
     }
 
-    /// One round trip: the window at the start of the round is ACKed one segment
-    /// per ACK, the ACKs spread evenly over one RTT. Returns the number of ACKs.
+    /// One round trip: the window at the start of the round is ACKed
+    /// `segs_per_ack` segments per ACK, the ACKs spread evenly over one RTT. Returns the number of ACKs.
     pub(crate) fn round(&mut self) -> u64 {
-        let n = self.cwnd_segs().max(1);
+        let k = self.segs_per_ack.max(1) as u64;
+        let n = (self.cwnd_segs() / k).max(1);
         let step = SimDuration::from_nanos(self.rtt.as_nanos() / n);
         for _ in 0..n {
             self.advance(step);
-            self.ack(1);
+            self.ack(k as u32);
         }
         // Land exactly one RTT after the round began.
         let rest = self.rtt.as_nanos() - step.as_nanos() * n;
@@ -132,8 +136,9 @@ impl Harness {
             if self.cwnd_segs() >= segs {
                 return;
             }
-            self.advance(SimDuration::from_nanos(self.rtt.as_nanos() / self.cwnd_segs().max(1)));
-            self.ack(1);
+            let k = self.segs_per_ack.max(1);
+            self.advance(SimDuration::from_nanos(self.rtt.as_nanos() * k as u64 / self.cwnd_segs().max(1)));
+            self.ack(k);
         }
         panic!("window never reached {segs} segments (at {})", self.cwnd_segs());
     }

@@ -1,0 +1,266 @@
+//! HighSpeed TCP (RFC 3649; Linux `net/ipv4/tcp_highspeed.c`).
+//!
+//! Read this first: HighSpeed TCP is Reno with window-dependent AIMD parameters
+//! (RFC 3649 §5): each ACK adds a(w)/w segments and a loss leaves (1 − b(w))·w.
+//! Up to Low_Window = 38 segments a(w) = 1 and b(w) = 0.5, exactly Reno. Above it
+//! b(w) falls linearly in log w from 0.5 to High_Decrease = 0.1 at High_Window =
+//! 83000 segments (RFC 3649 §5 "b(w)"), and a(w) = w²·p(w)·2b(w)/(2 − b(w)) with
+//! the response function p(w) of §5.
+//!
+//! The table [`AIMD`] is RFC 3649 Appendix B as Linux uses it: the window bounds
+//! at which a(w) steps to the next integer, with b(w) in 1/256ths. Linux picks
+//! the row i with row[i−1].w < cwnd ≤ row[i].w and then uses a = i + 1 and
+//! b = row[i].b/256; we do the same. The tests check every row against the §5
+//! formulas rather than trusting the numbers.
+//!
+//! Slow start is Linux's (per acknowledged segment up to ssthresh); RFC 3742
+//! limited slow start, which RFC 3649 mentions, is not in current Linux and not
+//! here. The CA increase is counted per ACK as in Linux (`snd_cwnd_cnt += a`).
+
+use super::segwin::{SegWindow, INFINITE_SSTHRESH};
+use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
+use netunits::SimTime;
+
+/// RFC 3649 Appendix B: (window bound w in segments, b(w)·256 rounded down), one
+/// row per integer a(w) = row index + 1 (a = 1 at 38 up to a = 72 at 89053).
+pub const AIMD: [(u32, u32); 72] = [
+    (38, 128), (118, 112), (221, 104), (347, 98), (495, 93), (663, 89),
+    (851, 86), (1058, 83), (1284, 81), (1529, 78), (1793, 76), (2076, 74),
+    (2378, 72), (2699, 71), (3039, 69), (3399, 68), (3778, 66), (4177, 65),
+    (4596, 64), (5036, 62), (5497, 61), (5979, 60), (6483, 59), (7009, 58),
+    (7558, 57), (8130, 56), (8726, 55), (9346, 54), (9991, 53), (10661, 52),
+    (11358, 52), (12082, 51), (12834, 50), (13614, 49), (14424, 48), (15265, 48),
+    (16137, 47), (17042, 46), (17981, 45), (18955, 45), (19965, 44), (21013, 43),
+    (22101, 43), (23230, 42), (24402, 41), (25618, 41), (26881, 40), (28193, 39),
+    (29557, 39), (30975, 38), (32450, 38), (33986, 37), (35586, 36), (37253, 36),
+    (38992, 35), (40808, 35), (42707, 34), (44694, 33), (46776, 33), (48961, 32),
+    (51258, 32), (53677, 31), (56230, 30), (58932, 30), (61799, 29), (64851, 28),
+    (68113, 28), (71617, 27), (75401, 26), (79517, 26), (84035, 25), (89053, 24),
+];
+
+/// Row index for window `w` (segments): smallest i with w ≤ AIMD[i].0, or the last.
+pub fn row_for(w: u32) -> usize {
+    AIMD.iter().position(|&(bound, _)| w <= bound).unwrap_or(AIMD.len() - 1)
+}
+
+/// a(w) in segments per RTT (RFC 3649 Appendix B, Linux indexing).
+pub fn a_of(w: u32) -> u32 {
+    row_for(w) as u32 + 1
+}
+
+/// b(w) as a fraction (RFC 3649 Appendix B, in Linux's 1/256 steps).
+pub fn b_of(w: u32) -> f64 {
+    AIMD[row_for(w)].1 as f64 / 256.0
+}
+
+/// HighSpeed TCP has no tunables in Linux; the table is the RFC's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HighSpeedConfig;
+
+impl HighSpeedConfig {
+    /// Parameter line for `fairlab list ccas`.
+    pub const PARAMS: &'static str = "(none; RFC 3649 Appendix B table)";
+
+    /// Read and validate (refuses any parameter).
+    pub fn from_params(p: &Params) -> Result<Self, CcError> {
+        ParamReader::new("highspeed", p).finish()?;
+        Ok(HighSpeedConfig)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct State {
+    w: SegWindow,
+    recovering: bool,
+}
+
+/// HighSpeed TCP.
+#[derive(Clone, Debug)]
+pub struct HighSpeed {
+    s: State,
+    undo: Option<State>,
+}
+
+impl HighSpeed {
+    /// A HighSpeed controller.
+    pub fn new(_cfg: HighSpeedConfig, init: &CcInit) -> Self {
+        HighSpeed { s: State { w: SegWindow::new(init), recovering: false }, undo: None }
+    }
+
+    /// Name-table constructor.
+    pub fn build(p: &Params, init: &CcInit) -> Result<Box<dyn CongestionControl>, CcError> {
+        Ok(Box::new(HighSpeed::new(HighSpeedConfig::from_params(p)?, init)))
+    }
+
+    /// Linux `hstcp_ssthresh`: w − w·b(w).
+    fn ssthresh_for(w: u32) -> u32 {
+        let md = AIMD[row_for(w)].1 as u64;
+        (w as u64 - (w as u64 * md >> 8)).max(2) as u32
+    }
+}
+
+impl CongestionControl for HighSpeed {
+    fn name(&self) -> &'static str {
+        "highspeed"
+    }
+
+    fn cwnd(&self) -> u64 {
+        self.s.w.cwnd_bytes()
+    }
+
+    fn ssthresh(&self) -> u64 {
+        self.s.w.ssthresh_bytes()
+    }
+
+    fn on_ack(&mut self, ack: &AckSample) {
+        if ack.acked_segments == 0 || ack.in_recovery {
+            return;
+        }
+        self.s.recovering = false;
+        if ack.app_limited {
+            return;
+        }
+        let w = &mut self.s.w;
+        if w.in_slow_start() {
+            w.slow_start(ack.acked_segments);
+        } else {
+            // RFC 3649 §5: w += a(w)/w per ACK.
+            w.cnt = w.cnt.saturating_add(a_of(w.cwnd));
+            if w.cnt >= w.cwnd {
+                w.cnt -= w.cwnd;
+                w.cwnd += 1;
+            }
+        }
+    }
+
+    fn on_congestion_event(&mut self, _ev: &CongestionEvent) {
+        self.undo = Some(self.s);
+        let ss = Self::ssthresh_for(self.s.w.cwnd);
+        self.s.w.reduce_to(ss);
+        self.s.recovering = true;
+    }
+
+    fn on_recovery_exit(&mut self, _now: SimTime) {
+        self.s.recovering = false;
+    }
+
+    fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
+        self.undo = Some(self.s);
+        let ss = Self::ssthresh_for(self.s.w.cwnd);
+        self.s.w.rto(ss);
+        self.s.recovering = false;
+    }
+
+    fn on_spurious_loss(&mut self, _now: SimTime) {
+        if let Some(prior) = self.undo.take() {
+            let cur = self.s.w;
+            self.s = prior;
+            self.s.w.cwnd = cur.cwnd.max(prior.w.cwnd);
+            self.s.w.ssthresh = if prior.w.ssthresh == INFINITE_SSTHRESH { INFINITE_SSTHRESH } else { cur.ssthresh.max(prior.w.ssthresh) };
+            self.s.recovering = false;
+        }
+    }
+
+    fn on_idle_restart(&mut self, _now: SimTime) {
+        self.s.w.idle_restart();
+    }
+
+    fn metrics(&self) -> CcMetrics {
+        let phase = if self.s.recovering {
+            "recovery"
+        } else if self.s.w.in_slow_start() {
+            "slow_start"
+        } else if self.s.w.cwnd <= AIMD[0].0 {
+            "congestion_avoidance"
+        } else {
+            "highspeed"
+        };
+        self.s.w.metrics(phase)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::{init, params, Harness, MSS};
+    use super::*;
+    use netunits::SimDuration;
+
+    // RFC 3649 §5 constants.
+    const LOW_W: f64 = 38.0;
+    const HIGH_W: f64 = 83000.0;
+    const HIGH_P: f64 = 1e-7;
+    const HIGH_DECREASE: f64 = 0.1;
+
+    /// RFC 3649 §5: b(w) linear in log w between (38, 0.5) and (83000, 0.1).
+    fn b_rfc(w: f64) -> f64 {
+        (HIGH_DECREASE - 0.5) * (w.ln() - LOW_W.ln()) / (HIGH_W.ln() - LOW_W.ln()) + 0.5
+    }
+
+    /// RFC 3649 §5: p(w) log-linear between (38, 1.5/38²) and (83000, 10⁻⁷), and
+    /// a(w) = w²·p(w)·2b(w)/(2 − b(w)).
+    fn a_rfc(w: f64) -> f64 {
+        let low_p: f64 = 1.5 / (LOW_W * LOW_W);
+        let p = ((w.ln() - LOW_W.ln()) / (HIGH_W.ln() - LOW_W.ln()) * (HIGH_P.ln() - low_p.ln()) + low_p.ln()).exp();
+        let b = b_rfc(w);
+        w * w * p * 2.0 * b / (2.0 - b)
+    }
+
+    #[test]
+    fn table_points_match_rfc_3649() {
+        assert_eq!((a_of(38), b_of(38)), (1, 0.5));
+        assert_eq!(a_of(30), 1);
+        let (a, b) = (a_of(83000), b_of(83000));
+        assert!((70..=72).contains(&a), "a(83000) = {a}");
+        assert!((b - 0.1).abs() < 0.01, "b(83000) = {b}");
+    }
+
+    #[test]
+    fn every_row_agrees_with_the_section_5_formulas() {
+        for (i, &(w, md)) in AIMD.iter().enumerate() {
+            let b = md as f64 / 256.0;
+            assert!((b - b_rfc(w as f64)).abs() < 1.0 / 256.0 + 1e-9, "row {i}: b {b} vs {}", b_rfc(w as f64));
+            // At each row bound the formula's a(w) is the row's integer a or up to
+            // 5 % above it: Appendix B rounds a(w) down to whole segments (and its
+            // p(w) differs slightly from the §5 interpolation).
+            let a = (i + 1) as f64;
+            let d = a_rfc(w as f64) - a;
+            assert!((-1e-9..=0.05 * a).contains(&d), "row {i}: a {a} vs {}", a_rfc(w as f64));
+        }
+    }
+
+    fn hs() -> Harness {
+        Harness::new(HighSpeed::build(&params("{}"), &init(10)).unwrap(), SimDuration::from_millis(100))
+    }
+
+    #[test]
+    fn below_low_window_it_is_reno() {
+        let mut h = hs();
+        h.grow_to(30);
+        let w = h.cwnd_segs();
+        h.loss_and_recover();
+        assert_eq!(h.cwnd_segs(), w / 2);
+        h.round();
+        assert_eq!(h.cwnd_segs(), w / 2 + 1);
+    }
+
+    #[test]
+    fn increase_per_rtt_is_a_of_w_and_decrease_is_b_of_w() {
+        let mut h = hs();
+        h.grow_to(2000);
+        let w = h.cwnd_segs() as u32;
+        h.loss_and_recover();
+        let after = h.cwnd_segs() as u32;
+        let expect = w as f64 * (1.0 - b_of(w));
+        assert!((after as f64 - expect).abs() <= 1.0, "after loss {after}, (1 − b(w))·w = {expect}");
+        let w0 = h.cwnd_segs() as u32;
+        h.round();
+        let step = h.cwnd_segs() as u32 - w0;
+        assert!(step.abs_diff(a_of(w0)) <= 1, "step {step} vs a(w) = {}", a_of(w0));
+        let _ = MSS;
+    }
+
+    #[test]
+    fn any_param_is_refused() {
+        assert!(HighSpeed::build(&params(r#"{"a": 1}"#), &init(10)).is_err());
+    }
+}

@@ -29,7 +29,7 @@
 
 mod blue;
 mod choke;
-// mod codel;
+mod codel;
 // mod csfq;
 mod droptail;
 // mod fq_codel;
@@ -41,7 +41,7 @@ mod red;
 
 pub use blue::{Blue, BlueConfig};
 pub use choke::{Choke, ChokeConfig};
-// pub use codel::{Codel, CodelConfig};
+pub use codel::{Codel, CodelConfig};
 // pub use csfq::{Csfq, CsfqConfig};
 pub use droptail::{DropTail, DropTailConfig, Limit};
 // pub use fq_codel::{FqCodel, FqCodelConfig};
@@ -571,6 +571,11 @@ pub static REGISTRY: &[QdiscEntry] = &[
         summary: "BLUE (Feng, Kandlur, Saha, Shin 2002): marking probability raised on loss, lowered on link idle",
         params: "freeze_time=50ms, d1=0.02, d2=0.002, q_lim=100 packets (capped at the buffer), ecn=true [seed 002]",
     },
+    QdiscEntry {
+        name: "codel",
+        summary: "CoDel (RFC 8289): drops or marks at dequeue once sojourn time stays above target for an interval",
+        params: "target=5ms, interval=100ms, ecn=false [RFC 8289 §4.3-4.4]",
+    },
     // -- entries --
 ];
 
@@ -603,6 +608,7 @@ pub fn build<P: Packet + 'static>(name: &str, params: &Params, ctx: &QdiscContex
         "red" => Box::new(Red::new(RedConfig::from_params(&mut r, ctx)?)?),
         "choke" => Box::new(Choke::new(ChokeConfig::from_params(&mut r, ctx)?)?),
         "blue" => Box::new(Blue::new(BlueConfig::from_params(&mut r, ctx)?)?),
+        "codel" => Box::new(Codel::new(CodelConfig::from_params(&mut r, ctx)?)?),
         // -- build arms --
         _ => unreachable!("static_name checked the name"),
     };

@@ -1,0 +1,326 @@
+"""Importers: measurement files in, one `fairlab.trace.Trace` out.
+
+Read this first:
+
+- ``load(paths, *, labels=None, fmt="auto", unit=None) -> Trace`` is the one entry
+  point. ``paths`` is a path, a file-like object (binary or text, with ``.read()``),
+  or a list of them. Each file's format is sniffed from its CONTENT (never its
+  name) unless ``fmt`` names one of `FORMATS`.
+- Formats: iperf3 ``-J`` JSON (client or server side, TCP or UDP, ``-R``, ``-P``;
+  `fairlab.ingest.iperf3`), iperf3 ``--json-stream`` lines (iperf3 >= 3.17),
+  iperf2 ``-y C`` CSV (`fairlab.ingest.iperf2`), plain CSV / Parquet tables of
+  ``time, flow, throughput`` with a stated unit (`fairlab.ingest.csv`), and a
+  Parquet file written by `Trace.to_parquet` (read back as is).
+- One flow per stream per file. Labels: the file name's stem (or ``labels[i]``);
+  a file holding several streams gives ``<label>#<k>`` (k = stream number 1..N in
+  iperf3's order, the iperf2 ID, or the table's flow value).
+- Several files are lined up by the absolute start time each records (iperf3
+  ``start.timestamp``, iperf2 row stamps), then shifted so the EARLIEST flow
+  starts at t = 0. Sample time t is the END of its interval. The precision of
+  this alignment is in ``meta["alignment"]`` (1 s for iperf3 < 3.18, which writes
+  whole seconds only). iperf2 stamps are local time with no zone, so iperf2 files
+  are not mixed with iperf3 ones; plain tables carry no clock and are not mixed
+  with either.
+- Nothing is dropped silently: every dropped interval, ignored field or unknown
+  value is in ``meta["notes"]``. Input that cannot be read correctly is refused
+  with an `IngestError` whose message is one sentence naming the file.
+- Provenance per file is in ``meta["sources"]`` (path, format, tool version, host,
+  time, role, reconstructed command, sha256); ``meta["tool"]``,
+  ``meta["tool_version"]``, ``meta["host"]``, ``meta["time"]``,
+  ``meta["interval_s"]`` summarise them.
+
+``INGEST_FORMAT_VERSION`` versions the meaning of the produced columns and notes.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, BinaryIO, TextIO, Union
+
+import pandas as pd
+
+from ..trace import Trace, TraceError
+from . import csv as csv_table
+from . import iperf2, iperf3
+from ._common import FilePart
+from .errors import IngestError
+
+__all__ = ["FORMATS", "INGEST_FORMAT_VERSION", "IngestError", "load", "sniff"]
+
+#: Version of what `load` produces (columns, notes, meta keys). Bump on change.
+INGEST_FORMAT_VERSION = 1
+
+#: Accepted values of ``fmt``.
+FORMATS = ("auto", "iperf3", "iperf3-stream", "iperf2", "csv", "parquet")
+
+Source = Union[str, os.PathLike, BinaryIO, TextIO]
+
+_PCAP_MAGIC = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x0a\x0d\x0d\x0a")
+
+
+def load(
+    paths: Source | Sequence[Source],
+    *,
+    labels: Sequence[str] | None = None,
+    fmt: str = "auto",
+    unit: str | None = None,
+) -> Trace:
+    """Read one or several measurement files into one `Trace` (see the module doc)."""
+    if fmt not in FORMATS:
+        raise IngestError("fmt", f"{fmt!r} is not a format this importer reads", allowed=FORMATS)
+    items = _as_list(paths)
+    if not items:
+        raise IngestError("paths", "is an empty list, so there is no file to read")
+    if labels is not None:
+        labels = list(labels)
+        if len(labels) != len(items):
+            raise IngestError("labels", f"gives {len(labels)} label(s) for {len(items)} file(s); give one per file")
+        if any(not isinstance(x, str) or not x for x in labels):
+            raise IngestError("labels", "must be non-empty strings")
+    read = [_read(item, i) for i, item in enumerate(items)]
+    file_labels = labels or [_stem(name) for name, _ in read]
+    dup = sorted({x for x in file_labels if file_labels.count(x) > 1})
+    if dup:
+        raise IngestError(read[0][0] if len(read) == 1 else "labels",
+                          f"the label(s) {dup} would name flows of more than one file; pass labels=[...] to tell them apart")
+
+    parts: list[FilePart] = []
+    for (name, data), _label in zip(read, file_labels):
+        kind = sniff(data, name) if fmt == "auto" else fmt
+        if unit is not None and kind not in ("csv", "parquet"):
+            raise IngestError(name, f"is {kind} output, which states its own unit (bits/s); unit= is only for plain "
+                              "CSV/Parquet tables")
+        if kind == "parquet" and _is_fairlab_trace(data):
+            if len(read) > 1:
+                raise IngestError(name, "is a fairlab trace (written by Trace.to_parquet) and cannot be merged with "
+                                  "other files; load it on its own")
+            return _load_trace_file(name, data)
+        parts.append(_parse(kind, data, name, unit))
+
+    families = sorted({p.family for p in parts})
+    if len(families) > 1:
+        raise IngestError(", ".join(p.source for p in parts),
+                          f"mix {' and '.join(families)} files, whose clocks cannot be lined up (iperf2 stamps are "
+                          "local time without a zone; plain tables have no clock); load each kind on its own")
+    return _assemble(parts, file_labels)
+
+
+def sniff(data: bytes, source: str = "<input>") -> str:
+    """Name the format of ``data`` from its content, or refuse it with a reason."""
+    if not data.strip():
+        raise IngestError(source, "is empty")
+    head = data[:8192]
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if head[:4] in _PCAP_MAGIC:
+        raise IngestError(source, "is a packet capture (pcap/pcapng), not a throughput log; export per-flow "
+                          "throughput as CSV (time,flow,throughput_bps) or record with iperf3 -J")
+    if b"\x00" in head:
+        raise IngestError(source, "is a binary file of unknown kind", allowed=_ALLOWED_DESC)
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    stripped = text.lstrip()
+    first = stripped.splitlines()[0] if stripped else ""
+    if stripped.startswith("{"):
+        if first.strip().startswith('{"event"') or '"event"' in first[:40]:
+            return "iperf3-stream"
+        return "iperf3"
+    if stripped.startswith("["):
+        raise IngestError(source, "is a JSON array, not iperf3 output (iperf3 -J writes one object)",
+                          allowed=_ALLOWED_DESC)
+    if iperf2.looks_like(first):
+        return "iperf2"
+    if csv_table.header_looks_like(first):
+        return "csv"
+    low = text.lower()
+    if "[ id]" in low and ("client connecting to" in low or "server listening on" in low) \
+            or ("------------------------------------------------------------" in text and "tcp window size" in low):
+        raise IngestError(source, "is an iperf2 human-readable report; rerun iperf2 with -y C (and -i) for CSV")
+    if "connecting to host" in low or ("[ id] interval" in low and "bitrate" in low) or "server listening on 52" in low:
+        raise IngestError(source, "is iperf3 text output; rerun iperf3 with -J (or --json-stream) for JSON")
+    if first.startswith("PING ") or ("bytes from" in low and "icmp_seq" in low):
+        raise IngestError(source, "looks like a ping log, which has no per-flow throughput", allowed=_ALLOWED_DESC)
+    raise IngestError(source, "is not a format this importer recognises", allowed=_ALLOWED_DESC)
+
+
+_ALLOWED_DESC = ("iperf3 -J JSON", "iperf3 --json-stream", "iperf2 -y C CSV",
+                 "CSV/Parquet with time,flow,throughput columns")
+
+
+# --------------------------------------------------------------------- reading
+def _as_list(paths: Source | Sequence[Source]) -> list[Source]:
+    if isinstance(paths, (str, os.PathLike)) or hasattr(paths, "read"):
+        return [paths]  # type: ignore[list-item]
+    if isinstance(paths, Iterable):
+        return list(paths)
+    raise IngestError("paths", f"must be a path, a file-like object or a list of them, not {type(paths).__name__}")
+
+
+def _read(item: Source, i: int) -> tuple[str, bytes]:
+    if hasattr(item, "read"):
+        name = str(getattr(item, "name", f"<input {i + 1}>"))
+        data = item.read()  # type: ignore[union-attr]
+        return name, data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    if not isinstance(item, (str, os.PathLike)):
+        raise IngestError(f"<input {i + 1}>", f"is a {type(item).__name__}, not a path or file-like object")
+    path = Path(item)
+    name = str(path)
+    if not path.exists():
+        raise IngestError(name, "does not exist")
+    if path.is_dir():
+        raise IngestError(name, "is a directory, not a file; pass the files in it")
+    try:
+        return name, path.read_bytes()
+    except OSError as exc:
+        raise IngestError(name, f"cannot be read ({exc.strerror or exc})") from None
+
+
+def _stem(name: str) -> str:
+    base = Path(name).name if not name.startswith("<") else name.strip("<>").replace(" ", "")
+    for suffix in (".json", ".jsonl", ".csv", ".parquet", ".txt", ".log"):
+        if base.lower().endswith(suffix):
+            return base[: -len(suffix)] or base
+    return Path(base).stem or base
+
+
+def _parse(kind: str, data: bytes, name: str, unit: str | None) -> FilePart:
+    if kind == "iperf3":
+        return iperf3.parse(data, name)
+    if kind == "iperf3-stream":
+        return iperf3.parse_stream(data, name)
+    if kind == "iperf2":
+        return iperf2.parse(data, name)
+    if kind == "csv":
+        return csv_table.parse_csv(data, name, unit)
+    return csv_table.parse_parquet(data, name, unit)
+
+
+def _is_fairlab_trace(data: bytes) -> bool:
+    import pyarrow.parquet as pq
+
+    try:
+        md = pq.read_schema(io.BytesIO(data)).metadata or {}
+    except Exception:  # not readable: the table parser refuses it with the reason
+        return False
+    return b"fairlab.format_version" in md
+
+
+def _load_trace_file(name: str, data: bytes) -> Trace:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        p = Path(tmp) / "trace.parquet"
+        p.write_bytes(data)
+        try:
+            return Trace.from_parquet(p)
+        except TraceError as exc:
+            raise IngestError(name, str(exc).replace(str(p), "the file")) from None
+
+
+# --------------------------------------------------------------------- assembling
+def _assemble(parts: list[FilePart], file_labels: list[str]) -> Trace:
+    notes: list[str] = [n for p in parts for n in p.notes]
+    intervals = {p.source: p.interval_s for p in parts if p.interval_s}
+    distinct = sorted({round(v, 3) for v in intervals.values()})
+    if len(distinct) > 1:
+        listing = ", ".join(f"{v:g} s in {k}" for k, v in intervals.items())
+        raise IngestError(", ".join(intervals), f"report at different intervals ({listing}); one trace needs one "
+                          "sampling interval, so record with the same -i")
+    interval_s = distinct[0] if distinct else None
+
+    # Line files up on their recorded clocks.
+    offsets = [0.0] * len(parts)
+    alignment: dict[str, Any] = {"method": "none (one file)" if len(parts) == 1 else "shared zero (no clock)"}
+    if len(parts) > 1 and parts[0].family != "table":
+        missing = [p.source for p in parts if p.epoch_s is None]
+        if missing:
+            raise IngestError(missing[0], "records no start time, so it cannot be lined up with the other files")
+        base = min(p.epoch_s for p in parts)  # type: ignore[type-var]
+        offsets = [float(p.epoch_s) - float(base) for p in parts]  # type: ignore[arg-type]
+        precision = max(p.epoch_precision_s or 0.0 for p in parts)
+        how = {"iperf3": "start.timestamp (timemillisecs where present, else timesecs) of each file",
+               "iperf2": "the wall-clock stamps of each file's rows"}[parts[0].family]
+        alignment = {"method": how, "precision_s": precision,
+                     "offsets_s": {p.source: round(o, 6) for p, o in zip(parts, offsets)}}
+        if precision >= 1.0:
+            notes.append(f"files were lined up by start times recorded in whole seconds, so flow start times are "
+                         f"good to about ±{precision:g} s (iperf3 writes milliseconds from 3.18 on)")
+
+    sample_parts, flow_rows = [], []
+    flow_id = 0
+    for p, off, flabel in zip(parts, offsets, file_labels):
+        many = len(p.flows) > 1
+        for f in p.flows:
+            s = f.samples.copy()
+            s["t"] = s["t"] + off
+            if "run" not in s.columns:
+                s["run"] = 0
+            s["flow"] = flow_id
+            sample_parts.append(s)
+            row = {
+                "flow": flow_id,
+                "label": f"{flabel}#{f.key}" if many else flabel,
+                "cca": f.cca if f.cca else pd.NA,
+                "rtt_s": f.rtt_s,
+                "start_s": f.start_s + off,
+                "source": p.source,
+                "format": p.fmt,
+            }
+            row.update(f.extra)
+            flow_rows.append(row)
+            flow_id += 1
+    flows = pd.DataFrame(flow_rows)
+    samples = pd.concat(sample_parts, ignore_index=True)
+    # t is measured from the EARLIEST flow's start.
+    shift = float(flows["start_s"].min())
+    if shift != 0.0 and math.isfinite(shift):
+        flows["start_s"] = flows["start_s"] - shift
+        samples["t"] = samples["t"] - shift
+        if parts[0].family == "table":
+            notes.append(f"times shifted by {-shift:g} s so the earliest flow starts at t = 0")
+    for col in ("end_sender_bps", "end_receiver_bps", "end_bps", "mean_rtt_s", "end_lost_percent"):
+        if col in flows.columns:
+            flows[col] = pd.to_numeric(flows[col], errors="coerce").astype(float)
+    for col in ("sending",):
+        if col in flows.columns:
+            flows[col] = flows[col].astype("boolean")
+    for col in ("protocol", "role", "format", "src", "dst"):
+        if col in flows.columns:
+            flows[col] = flows[col].astype("string")
+
+    meta = _meta(parts, interval_s, alignment, notes)
+    try:
+        return Trace.from_frames(samples, flows, None, meta)
+    except TraceError as exc:
+        raise IngestError(", ".join(p.source for p in parts), f"could not be turned into a trace: {exc}") from None
+
+
+def _meta(parts: list[FilePart], interval_s: float | None, alignment: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    def one(key: str) -> Any:
+        vals = [p.meta.get(key) for p in parts if p.meta.get(key) is not None]
+        uniq = list(dict.fromkeys(vals))
+        return uniq[0] if len(uniq) == 1 else (uniq or None)
+
+    epochs = [p.epoch_s for p in parts if p.epoch_s is not None]
+    time = None
+    if epochs and parts[0].family == "iperf3":
+        time = datetime.fromtimestamp(min(epochs), tz=timezone.utc).isoformat(timespec="seconds")
+    elif epochs:
+        time = one("time")
+    return {
+        "importer": "fairlab.ingest",
+        "ingest_format_version": INGEST_FORMAT_VERSION,
+        "tool": one("tool"),
+        "tool_version": one("tool_version"),
+        "host": one("host"),
+        "command": one("command"),
+        "time": time,
+        "interval_s": interval_s,
+        "alignment": alignment,
+        "sources": [p.meta for p in parts],
+        "notes": notes,
+    }

@@ -1,0 +1,89 @@
+"""What every format parser hands back to `fairlab.ingest.load`, plus small helpers.
+
+A parser reads ONE file into a `FilePart`: its flows, each with samples whose time
+``t`` is the END of the interval in seconds from the file's own zero, and — where the
+file says it — the absolute time of that zero (``epoch_s``), which `load` uses to
+line several files up on one timeline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import IngestError
+
+#: Sample columns a parser may fill (others are NaN / <NA>); names as in `fairlab.trace`.
+SAMPLE_FIELDS = ("t", "throughput_bps", "cwnd_bytes", "srtt_s", "rttvar_s", "retransmits")
+
+
+@dataclass
+class FlowPart:
+    """One flow of one file."""
+
+    key: str  # names the flow inside its file: stream number, iperf2 ID, CSV flow value
+    samples: pd.DataFrame  # SAMPLE_FIELDS (t relative to the file's zero) [+ run]
+    start_s: float  # when the flow started, relative to the file's zero
+    cca: str | None = None
+    rtt_s: float = math.nan
+    extra: dict[str, Any] = field(default_factory=dict)  # extra flow-table columns
+
+
+@dataclass
+class FilePart:
+    """One parsed file."""
+
+    source: str
+    fmt: str  # "iperf3", "iperf3-stream", "iperf2", "csv", "parquet"
+    family: str  # files of one family can be aligned together: "iperf3", "iperf2", "table"
+    flows: list[FlowPart]
+    epoch_s: float | None = None  # absolute time (Unix seconds) of the file's zero, if known
+    epoch_precision_s: float | None = None
+    interval_s: float | None = None
+    meta: dict[str, Any] = field(default_factory=dict)  # per-file provenance
+    notes: list[str] = field(default_factory=list)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def samples_frame(rows: dict[str, list[Any]]) -> pd.DataFrame:
+    """A samples frame from column lists; missing columns become NaN / <NA>."""
+    n = len(rows["t"])
+    out = {}
+    for name in SAMPLE_FIELDS:
+        vals = rows.get(name)
+        if name == "retransmits":
+            out[name] = pd.array(vals if vals is not None else [pd.NA] * n, dtype="Int64")
+        else:
+            out[name] = np.asarray(vals if vals is not None else [math.nan] * n, dtype=float)
+    for name, vals in rows.items():
+        if name not in out:
+            out[name] = vals
+    return pd.DataFrame(out)
+
+
+def nominal_interval(durations: list[float]) -> float | None:
+    """The reporting interval: the median of the interval lengths, rounded to 1 ms
+    (iperf's intervals run a few µs long: 1.000166 s is a 1 s interval)."""
+    d = [x for x in durations if x > 0 and math.isfinite(x)]
+    if not d:
+        return None
+    med = float(np.median(d))
+    return round(med, 3) if med >= 0.01 else med
+
+
+def decode_text(source: str, data: bytes) -> str:
+    """UTF-8 text of a file, refusing binary content with a reason."""
+    if b"\x00" in data[:4096]:
+        raise IngestError(source, "is a binary file, not a text measurement log")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise IngestError(source, f"is not UTF-8 text (undecodable byte at offset {exc.start})") from None

@@ -32,7 +32,7 @@ mod choke;
 mod codel;
 // mod csfq;
 mod droptail;
-// mod fq_codel;
+mod fq_codel;
 // mod mrtt;
 // mod pie;
 // mod prto;
@@ -44,7 +44,7 @@ pub use choke::{Choke, ChokeConfig};
 pub use codel::{Codel, CodelConfig};
 // pub use csfq::{Csfq, CsfqConfig};
 pub use droptail::{DropTail, DropTailConfig, Limit};
-// pub use fq_codel::{FqCodel, FqCodelConfig};
+pub use fq_codel::{FqCodel, FqCodelConfig};
 // pub use mrtt::{Mrtt, MrttConfig, MrttLaw};
 // pub use pie::{Pie, PieConfig};
 // pub use prto::{Prto, PrtoConfig, PrtoLaw};
@@ -576,6 +576,11 @@ pub static REGISTRY: &[QdiscEntry] = &[
         summary: "CoDel (RFC 8289): drops or marks at dequeue once sojourn time stays above target for an interval",
         params: "target=5ms, interval=100ms, ecn=false [RFC 8289 §4.3-4.4]",
     },
+    QdiscEntry {
+        name: "fq_codel",
+        summary: "FQ-CoDel (RFC 8290): hashed flow queues, DRR with new/old lists, CoDel per queue, drop from the fattest queue",
+        params: "flows=1024, quantum=1514 bytes, target=5ms, interval=100ms, ecn=true [RFC 8290 §5]",
+    },
     // -- entries --
 ];
 
@@ -609,6 +614,7 @@ pub fn build<P: Packet + 'static>(name: &str, params: &Params, ctx: &QdiscContex
         "choke" => Box::new(Choke::new(ChokeConfig::from_params(&mut r, ctx)?)?),
         "blue" => Box::new(Blue::new(BlueConfig::from_params(&mut r, ctx)?)?),
         "codel" => Box::new(Codel::new(CodelConfig::from_params(&mut r, ctx)?)?),
+        "fq_codel" => Box::new(FqCodel::new(FqCodelConfig::from_params(&mut r, ctx)?)?),
         // -- build arms --
         _ => unreachable!("static_name checked the name"),
     };

@@ -1,0 +1,102 @@
+//! Throughput benchmark of the engine (not a test): S1, S2, S3 from the brief.
+//!
+//! `cargo run --release --example bench -- [s1|s2|s3|all] [--quick]`
+//!
+//! S1: reno + cubic (reno + reno if cubic is absent), 100 Mb/s, RTT 100 ms, 100 % BDP
+//!     DropTail, 300 s simulated. Target ≤ 1.0 s wall on one core.
+//! S2: reno + cubic + bic at 10 Gb/s, RTT 120 ms, 20 % BDP, 300 s. Target ≤ 90 s,
+//!     ≤ 1 GiB RSS.
+//! S3: 1,000 flows (reno/cubic alternating), 1 Gb/s, RTT 100 ms, 100 % BDP, 60 s.
+//!     Target: bottleneck packets per wall-second ≥ half of S1's.
+//!
+//! Wall time is measured here, in the example, never in the library (sans-IO).
+
+use std::time::Instant;
+
+use netsim::{cc, run, ScenarioSpec};
+
+fn cca_or(name: &str, fallback: &str) -> String {
+    if cc::REGISTRY.iter().any(|e| e.name == name) {
+        name.to_string()
+    } else {
+        fallback.to_string()
+    }
+}
+
+fn spec(name: &str, rate_bps: u64, rtt_ns: u64, buffer_frac: f64, duration_s: u64, ccas: &[String]) -> ScenarioSpec {
+    let bdp_bytes = (rate_bps as f64 / 8.0 * rtt_ns as f64 / 1e9) as u64;
+    let buffer_pkts = ((bdp_bytes as f64 * buffer_frac) / 1500.0).round().max(1.0) as u64;
+    let flows: Vec<String> = ccas
+        .iter()
+        .map(|c| {
+            format!(
+                r#"{{"cca": "{c}", "params": {{}}, "rtt_ns": {rtt_ns}, "start_ns": 0, "stop_ns": null, "bytes": null,
+                "rwnd_bytes": null, "ecn": false, "mss": 1448, "sack": true, "delayed_ack": true,
+                "delack_timeout_ns": 40000000, "initial_cwnd": 10}}"#
+            )
+        })
+        .collect();
+    let json = format!(
+        r#"{{"name": "{name}", "seed": 1, "duration_ns": {}, "interval_ns": 1000000000,
+        "bottleneck": {{"rate_bps": {rate_bps}, "buffer": {{"packets": {buffer_pkts}}}, "qdisc": "droptail", "params": {{}}, "reference_rtt_ns": {rtt_ns}}},
+        "access_rate_bps": {}, "start_jitter_ns": 10000000, "host_jitter_ns": 0, "flows": [{}]}}"#,
+        duration_s * 1_000_000_000,
+        rate_bps * 10,
+        flows.join(",")
+    );
+    ScenarioSpec::from_json(&json).expect("bench spec is valid")
+}
+
+fn peak_rss_kib() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    s.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn bench(label: &str, s: &ScenarioSpec) -> f64 {
+    let t0 = Instant::now();
+    let out = run(s, &mut |_| true).expect("bench run");
+    let wall = t0.elapsed().as_secs_f64();
+    let tot = &out.totals;
+    let pps = tot.bottleneck_packets as f64 / wall;
+    let sim_s = s.duration_ns as f64 / 1e9;
+    let util: f64 = tot.flows.iter().map(|f| f.app_bytes as f64 * 8.0).sum::<f64>() / sim_s / s.bottleneck.rate_bps as f64;
+    println!(
+        "{label}: {} flows, {:.0} s simulated in {wall:.3} s wall | {} events ({:.2} M events/s) | {} bottleneck pkts ({:.2} M pkts/s) | utilisation {:.1} % | peak RSS {} MiB",
+        s.flows.len(),
+        sim_s,
+        tot.events,
+        tot.events as f64 / wall / 1e6,
+        tot.bottleneck_packets,
+        pps / 1e6,
+        util * 100.0,
+        peak_rss_kib().map_or("?".into(), |k| (k / 1024).to_string()),
+    );
+    pps
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let which = args.iter().find(|a| !a.starts_with("--")).cloned().unwrap_or_else(|| "all".into());
+    let quick = args.iter().any(|a| a == "--quick");
+    let reno = "reno".to_string();
+    let cubic = cca_or("cubic", "reno");
+    let bic = cca_or("bic", "reno");
+    let mut s1_pps = None;
+    if which == "all" || which == "s1" || which == "s3" {
+        let s1 = spec("S1", 100_000_000, 100_000_000, 1.0, 300, &[reno.clone(), cubic.clone()]);
+        s1_pps = Some(bench(&format!("S1 ({reno}+{cubic}, 100 Mb/s, 100 ms, 1 BDP, 300 s)"), &s1));
+    }
+    if which == "all" || which == "s2" {
+        let dur = if quick { 30 } else { 300 };
+        let s2 = spec("S2", 10_000_000_000, 120_000_000, 0.2, dur, &[reno.clone(), cubic.clone(), bic.clone()]);
+        bench(&format!("S2 ({reno}+{cubic}+{bic}, 10 Gb/s, 120 ms, 0.2 BDP, {dur} s)"), &s2);
+    }
+    if which == "all" || which == "s3" {
+        let ccas: Vec<String> = (0..1000).map(|i| if i % 2 == 0 { reno.clone() } else { cubic.clone() }).collect();
+        let s3 = spec("S3", 1_000_000_000, 100_000_000, 1.0, 60, &ccas);
+        let pps = bench("S3 (1000 flows, 1 Gb/s, 100 ms, 1 BDP, 60 s)", &s3);
+        if let Some(p1) = s1_pps {
+            println!("S3/S1 bottleneck packet rate ratio: {:.2} (target ≥ 0.5)", pps / p1);
+        }
+    }
+}

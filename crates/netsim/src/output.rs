@@ -1,0 +1,144 @@
+//! What a run returns: columnar samples (one `Vec` per column, ready for numpy)
+//! plus per-run totals.
+
+use aqm::DropReason;
+
+/// Flow samples, one row per (flow, sample time) while the flow is active.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FlowSamples {
+    /// Flow index (position in `ScenarioSpec::flows`).
+    pub flow: Vec<u32>,
+    /// END of the sampling interval, ns.
+    pub t_ns: Vec<u64>,
+    /// In-order payload bytes delivered to the receiving application during the
+    /// interval × 8 / interval length (DCCP: datagrams delivered × payload).
+    pub goodput_bps: Vec<f64>,
+    /// Congestion window at `t`, bytes (DCCP: packets × mss).
+    pub cwnd_bytes: Vec<f64>,
+    /// Smoothed RTT at `t`, ns (0 before the first sample).
+    pub srtt_ns: Vec<u64>,
+    /// RTT variation at `t`, ns.
+    pub rttvar_ns: Vec<u64>,
+    /// Segments retransmitted during the interval (always 0 for DCCP).
+    pub retransmits: Vec<u64>,
+    /// Sender state at `t`: 0 open, 1 cwr (ECN reduction), 2 fast recovery,
+    /// 3 loss (after RTO), 4 finished/idle. See [`FlowState`].
+    pub state: Vec<u8>,
+    /// Controller phase at `t` (`CcMetrics::phase`, e.g. "slow_start").
+    pub phase: Vec<&'static str>,
+}
+
+/// Codes of [`FlowSamples::state`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum FlowState {
+    /// Sending normally.
+    Open = 0,
+    /// Reducing after an ECN echo.
+    Cwr = 1,
+    /// Fast recovery.
+    Recovery = 2,
+    /// Recovering from a retransmission timeout.
+    Loss = 3,
+    /// No data left to send.
+    Idle = 4,
+}
+
+impl FlowState {
+    /// Name for a state code.
+    pub fn name(code: u8) -> &'static str {
+        match code {
+            0 => "open",
+            1 => "cwr",
+            2 => "recovery",
+            3 => "loss",
+            4 => "idle",
+            _ => "unknown",
+        }
+    }
+}
+
+/// Bottleneck samples, one row per sample time.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BottleneckSamples {
+    /// END of the interval, ns.
+    pub t_ns: Vec<u64>,
+    /// Bytes queued at `t` (excluding the packet being serialised).
+    pub queue_bytes: Vec<u64>,
+    /// Packets queued at `t`.
+    pub queue_pkts: Vec<u64>,
+    /// Packets dropped during the interval: queue drops of every reason plus
+    /// random (`loss_rate`) drops.
+    pub drops: Vec<u64>,
+    /// Packets ECN-marked during the interval.
+    pub marks: Vec<u64>,
+    /// Queue drops during the interval by reason, indexed as [`DropReason::ALL`].
+    pub drops_by_reason: [Vec<u64>; 5],
+    /// Random-loss drops (the bottleneck's `loss_rate`) during the interval.
+    pub drops_random: Vec<u64>,
+}
+
+impl BottleneckSamples {
+    /// Column names of `drops_by_reason`, in order.
+    pub fn reason_names() -> [&'static str; 5] {
+        DropReason::ALL.map(|r| r.name())
+    }
+}
+
+/// Per-flow totals at the end of the run. Byte counts are PAYLOAD bytes of data
+/// packets; `sent = delivered + dropped + in_flight` holds for every flow
+/// (byte conservation).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlowTotals {
+    /// Payload bytes put on the access link, retransmissions included.
+    pub bytes_sent: u64,
+    /// Payload bytes that reached the receiver (duplicates included).
+    pub bytes_delivered: u64,
+    /// Payload bytes dropped at the bottleneck (queue or random loss).
+    pub bytes_dropped: u64,
+    /// Payload bytes still in the network at the end (host/access link, queue,
+    /// link, propagation).
+    pub bytes_in_flight: u64,
+    /// In-order payload bytes handed to the receiving application (goodput).
+    pub app_bytes: u64,
+    /// Data packets sent (retransmissions included).
+    pub packets_sent: u64,
+    /// Segments retransmitted (TCP).
+    pub retransmits: u64,
+    /// Retransmission timeouts.
+    pub rtos: u64,
+    /// Window reductions signalled to the controller (loss episodes + ECN).
+    pub congestion_events: u64,
+    /// When a finite transfer was completely acknowledged, ns.
+    pub completed_ns: Option<u64>,
+    /// When the flow actually started (after start jitter), ns.
+    pub started_ns: u64,
+}
+
+/// Per-run totals.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunTotals {
+    /// Events popped from the event queue.
+    pub events: u64,
+    /// Packets the bottleneck link finished serialising.
+    pub bottleneck_packets: u64,
+    /// Queue drops by reason over the run, indexed as [`DropReason::ALL`].
+    pub drops_by_reason: [u64; 5],
+    /// Random-loss drops over the run.
+    pub drops_random: u64,
+    /// ECN marks over the run.
+    pub marks: u64,
+    /// Per-flow totals, indexed by flow.
+    pub flows: Vec<FlowTotals>,
+}
+
+/// Everything a run produces.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunOutput {
+    /// Per-flow time series.
+    pub flows: FlowSamples,
+    /// Bottleneck time series.
+    pub bottleneck: BottleneckSamples,
+    /// Totals.
+    pub totals: RunTotals,
+}

@@ -1,0 +1,80 @@
+//! Packets as the simulator moves them: small `Copy` structs, never boxed.
+//!
+//! Data packets ([`Pkt`]) cross the access link, the bottleneck queue and the
+//! forward propagation delay; acknowledgements ([`Ack`]) take the uncongested
+//! reverse path and never enter a queue discipline.
+//!
+//! Wire size of a data packet = payload + [`HEADER_BYTES`] (52 = IPv4 20 + TCP 20 +
+//! the 12-byte RFC 7323 timestamp option as Linux sends it; an MSS of 1448 makes a
+//! 1500-byte IP packet, the seed-001 testbed's MTU). DCCP data packets are given
+//! the same 52-byte overhead so that a CCID2 flow and a TCP flow with the same
+//! `mss` put identical packets on the wire (RFC 4340 §5.1's generic header with
+//! 48-bit sequence numbers is 16 bytes; the rest stands in for options).
+
+use aqm::{Packet, PacketMeta};
+
+/// Header bytes added to the payload on the wire (see module docs).
+pub const HEADER_BYTES: u32 = 52;
+
+/// Flag: ECN Congestion Experienced (RFC 3168 §5).
+pub(crate) const PF_CE: u8 = 1;
+/// Flag: TCP CWR (RFC 3168 §6.1.2), set on the first new segment after a reduction.
+pub(crate) const PF_CWR: u8 = 2;
+/// Flag: this is a retransmission (for statistics; receivers ignore it).
+pub(crate) const PF_RETX: u8 = 4;
+
+/// A data packet (TCP segment or DCCP-Data datagram).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pkt {
+    /// What a queue discipline sees.
+    pub meta: PacketMeta,
+    /// TCP: segment index (byte sequence = index × MSS). DCCP: packet sequence number.
+    pub seq: u64,
+    /// Payload bytes.
+    pub len: u32,
+    /// `PF_*` flags.
+    pub flags: u8,
+    /// DCCP: the sender's current Ack Ratio (RFC 4341 §6.1.2, carried by the Ack
+    /// Ratio feature of RFC 4340 §11.3). TCP: unused.
+    pub aux: u16,
+}
+
+impl Packet for Pkt {
+    #[inline]
+    fn meta(&self) -> &PacketMeta {
+        &self.meta
+    }
+    #[inline]
+    fn mark_ce(&mut self) {
+        self.flags |= PF_CE;
+    }
+}
+
+/// Maximum SACK blocks per ACK: 3, as Linux sends with the timestamp option
+/// (RFC 2018 §3: 40 option bytes − 12 for timestamps leave room for 3 blocks).
+pub(crate) const MAX_SACK_BLOCKS: usize = 3;
+
+/// An acknowledgement on the reverse path (TCP ACK or DCCP-Ack).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Ack {
+    /// TCP: cumulative ACK = next expected segment index. DCCP: greatest
+    /// sequence number received (RFC 4340 §5.3 Acknowledgement Number).
+    pub cum: u64,
+    /// TCP SACK blocks `[start, end)` in segment indices, most recent first
+    /// (RFC 2018 §4).
+    pub blocks: [(u64, u64); MAX_SACK_BLOCKS],
+    /// Valid entries in `blocks`.
+    pub nblocks: u8,
+    /// TCP ECE (RFC 3168 §6.1.3).
+    pub ece: bool,
+    /// DCCP Ack Vector, compressed: bit k set ⇔ packet `cum - 1 - k` was received
+    /// (RFC 4340 §11.4; the receiver forces an Ack before a packet would fall out
+    /// of this 128-packet window unreported).
+    pub vector: u128,
+    /// DCCP: cumulative count of CE-marked packets received (the "ECN marked"
+    /// state of the Ack Vector, RFC 4340 §11.4, summarised).
+    pub ce_count: u64,
+    /// DCCP: this Ack's own sequence number (Acks are sequenced in DCCP, RFC 4340
+    /// §7.1; the sender detects lost Acks from gaps, RFC 4341 §6.1.2).
+    pub ack_seq: u64,
+}

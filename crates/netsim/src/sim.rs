@@ -1,0 +1,637 @@
+//! The dumbbell simulator: topology, event loop and sampling.
+//!
+//! Read this first. Per flow the path is
+//!
+//! ```text
+//! sender ─(host jitter)─► access link (own rate, FIFO) ─► bottleneck queue (aqm,
+//!   Accounted) ─► bottleneck link (serialisation at rate) ─► rtt/2 propagation ─►
+//!   receiver ─► rtt/2 uncongested reverse path (pure delay) ─► sender
+//! ```
+//!
+//! A flow's `rtt` is its two-way PROPAGATION delay, split equally between the two
+//! directions (seed 001: netem "with the network delay split equally between the
+//! forward and reverse paths"); serialisation (`Bandwidth::tx_time`, rounded up)
+//! and queueing come on top.
+//!
+//! Every per-flow stage with a constant delay (access link, forward propagation,
+//! reverse propagation) is a FIFO ring of `(arrival time, packet)` that keeps ONE
+//! event in the heap, for its head; each flow keeps at most one live timer event
+//! (lazily re-armed: the endpoint reports its next wake-up and a timer event that
+//! no longer matches is skipped on pop). The heap therefore holds a few entries per
+//! flow and no packet is ever heap-allocated on its own.
+//!
+//! Random streams (STYLE.md §9): the queue discipline draws from
+//! `rng_stream(seed, 0)`, random loss from `rng_stream(seed, 1)`, and flow `i`'s
+//! start and host jitter from `rng_stream(seed, 2^32 + i)`.
+
+use std::collections::VecDeque;
+
+use aqm::{Accounted, Limit, MarkReason, Qdisc, QdiscContext};
+use netunits::{rng_stream, Bandwidth, SimDuration, SimRng, SimTime};
+use rand::Rng;
+
+use crate::cc::{self, CcError, CcInit, ParamReader};
+use crate::dccp::{DccpConfig, DccpFlow};
+use crate::error::SimError;
+use crate::event::{EvKind, EventQueue};
+use crate::output::{BottleneckSamples, FlowSamples, FlowState, FlowTotals, RunOutput, RunTotals};
+use crate::packet::{Ack, Pkt, HEADER_BYTES};
+use crate::spec::{BufferSpec, ScenarioSpec, CCID2};
+use crate::tcp::{TcpConfig, TcpFlow};
+
+/// RNG component id of the queue discipline.
+pub const QDISC_STREAM: u64 = 0;
+/// RNG component id of the bottleneck's random loss.
+pub const LOSS_STREAM: u64 = 1;
+/// RNG component id of flow `i`'s jitter is `FLOW_STREAM_BASE + i`.
+pub const FLOW_STREAM_BASE: u64 = 1 << 32;
+
+/// How often `progress` is called, in simulated time.
+const PROGRESS_EVERY: u64 = 1_000_000_000;
+
+#[derive(Debug)]
+enum Endpoint {
+    Tcp(TcpFlow),
+    Dccp(DccpFlow),
+}
+
+impl Endpoint {
+    #[inline]
+    fn on_ack(&mut self, now: SimTime, ack: &Ack, out: &mut Vec<Pkt>) {
+        match self {
+            Endpoint::Tcp(t) => t.on_ack(now, ack, out),
+            Endpoint::Dccp(d) => d.on_ack(now, ack, out),
+        }
+    }
+    #[inline]
+    fn on_data(&mut self, now: SimTime, p: &Pkt) -> Option<Ack> {
+        match self {
+            Endpoint::Tcp(t) => t.on_data(now, p),
+            Endpoint::Dccp(d) => d.on_data(now, p),
+        }
+    }
+    #[inline]
+    fn on_timer(&mut self, now: SimTime, out: &mut Vec<Pkt>) -> Option<Ack> {
+        match self {
+            Endpoint::Tcp(t) => t.on_timer(now, out),
+            Endpoint::Dccp(d) => d.on_timer(now, out),
+        }
+    }
+    #[inline]
+    fn next_wakeup(&self) -> SimTime {
+        match self {
+            Endpoint::Tcp(t) => t.next_wakeup(),
+            Endpoint::Dccp(d) => d.next_wakeup(),
+        }
+    }
+    fn app_bytes(&self) -> u64 {
+        match self {
+            Endpoint::Tcp(t) => t.rcv.app_bytes,
+            Endpoint::Dccp(d) => d.rcv.app_bytes,
+        }
+    }
+    fn retransmits(&self) -> u64 {
+        match self {
+            Endpoint::Tcp(t) => t.snd.retrans_segs,
+            Endpoint::Dccp(_) => 0,
+        }
+    }
+    fn finished_at(&self) -> Option<SimTime> {
+        match self {
+            Endpoint::Tcp(t) => t.snd.finished_at,
+            Endpoint::Dccp(d) => d.snd.finished_at,
+        }
+    }
+}
+
+/// One flow's place in the topology.
+#[derive(Debug)]
+struct FlowSlot {
+    ep: Endpoint,
+    mss: u64,
+    /// Packets on the access link: (arrival at the bottleneck, packet).
+    access: VecDeque<(u64, Pkt)>,
+    access_free: u64,
+    access_rate: Bandwidth,
+    access_tx_full: u64,
+    full_wire: u32,
+    host_ready: u64,
+    host_jitter: u64,
+    rng: SimRng,
+    /// Packets propagating to the receiver: (arrival, packet).
+    fwd: VecDeque<(u64, Pkt)>,
+    /// ACKs propagating back: (arrival, ack).
+    rev: VecDeque<(u64, Ack)>,
+    owd_fwd: u64,
+    owd_rev: u64,
+    timer_armed: u64,
+    start: u64,
+    stop: u64,
+    // accounting (payload bytes)
+    bytes_sent: u64,
+    packets_sent: u64,
+    bytes_delivered: u64,
+    bytes_dropped: u64,
+    in_queue: u64,
+    // sampling
+    last_app: u64,
+    last_retx: u64,
+}
+
+/// The simulator state for one run.
+struct Sim {
+    q: EventQueue,
+    now: u64,
+    end: u64,
+    interval: u64,
+    flows: Vec<FlowSlot>,
+    qdisc: Accounted<Box<dyn Qdisc<Pkt>>>,
+    qrng: SimRng,
+    loss_rng: SimRng,
+    loss_p: f64,
+    link_rate: Bandwidth,
+    tx_cache: (u32, u64),
+    in_service: Option<Pkt>,
+    drop_scratch: Vec<(Pkt, aqm::DropReason)>,
+    mark_scratch: Vec<MarkReason>,
+    out: Vec<Pkt>,
+    events: u64,
+    forwarded: u64,
+    drops_random: u64,
+    // sampling
+    fs: FlowSamples,
+    bs: BottleneckSamples,
+    last_counters: aqm::Counters,
+    last_random: u64,
+}
+
+/// Run a scenario to completion.
+///
+/// `progress` is called about once per simulated second with the simulated time
+/// reached; returning `false` aborts the run with [`SimError::Cancelled`]. The
+/// engine reads no clock and prints nothing: same spec ⇒ bit-identical output.
+pub fn run(spec: &ScenarioSpec, progress: &mut dyn FnMut(SimTime) -> bool) -> Result<RunOutput, SimError> {
+    let mut sim = Sim::new(spec)?;
+    sim.run(progress)?;
+    Ok(sim.into_output())
+}
+
+fn cc_field(i: usize, e: &CcError) -> String {
+    match e {
+        CcError::UnknownName { .. } => format!("flows[{i}].cca"),
+        CcError::BadParam { .. } => format!("flows[{i}].params"),
+    }
+}
+
+impl Sim {
+    fn new(spec: &ScenarioSpec) -> Result<Self, SimError> {
+        spec.validate()?;
+        let b = &spec.bottleneck;
+        let limit = match b.buffer {
+            BufferSpec::Packets(n) => Limit::Packets(n),
+            BufferSpec::Bytes(n) => Limit::Bytes(n),
+        };
+        let mean_mss = spec.flows.iter().map(|f| f.mss as u64).sum::<u64>() / spec.flows.len() as u64;
+        let ctx = QdiscContext {
+            limit,
+            rate_bps: b.rate_bps,
+            mean_packet_bytes: (mean_mss + HEADER_BYTES as u64) as u32,
+            reference_rtt: SimDuration::from_nanos(spec.reference_rtt_ns()),
+        };
+        let qdisc = aqm::build::<Pkt>(&b.qdisc, &b.params, &ctx)?;
+        let link_rate = Bandwidth::from_bps(b.rate_bps);
+        let access_rate = Bandwidth::from_bps(spec.access_rate());
+        let buffer_pkts = match limit {
+            Limit::Packets(n) => n,
+            Limit::Bytes(n) => n / (mean_mss + HEADER_BYTES as u64),
+        };
+
+        let mut flows = Vec::with_capacity(spec.flows.len());
+        let mut q = EventQueue::with_capacity(spec.flows.len() * 4 + 16);
+        for (i, f) in spec.flows.iter().enumerate() {
+            let mut rng = rng_stream(spec.seed, FLOW_STREAM_BASE + i as u64);
+            let jitter = if spec.start_jitter_ns > 0 { rng.random_range(0..=spec.start_jitter_ns) } else { 0 };
+            let start = f.start_ns.saturating_add(jitter);
+            let stop = f.stop_ns.unwrap_or(u64::MAX);
+            let mss = f.mss as u64;
+            // Scoreboard capacity hint: this flow's share of BDP + buffer, bounded so
+            // a thousand flows do not preallocate gigabytes (the ring grows if needed).
+            let bdp_pkts = link_rate.bytes_in(SimDuration::from_nanos(f.rtt_ns)) / (mss + HEADER_BYTES as u64);
+            let ring_hint = ((bdp_pkts + buffer_pkts) as usize).clamp(16, 1 << 14);
+            let delack = SimDuration::from_nanos(f.delack_timeout_ns);
+            let ep = if f.cca == CCID2 {
+                let mut r = ParamReader::new(CCID2, &f.params);
+                let ack_ratio = r
+                    .u64("ack_ratio", 2, 1, 1 << 15, "an integer Ack Ratio from 1 to 32768 (RFC 4341 §6.1.2; default 2)")
+                    .and_then(|v| r.finish().map(|_| v))
+                    .map_err(|e| SimError::Cc { field: format!("flows[{i}].params"), source: e })?;
+                Endpoint::Dccp(DccpFlow::new(DccpConfig {
+                    flow: i as u32,
+                    mss: f.mss,
+                    ecn: f.ecn,
+                    bytes: f.bytes,
+                    start: SimTime::from_nanos(start),
+                    stop: SimTime::from_nanos(stop),
+                    initial_cwnd: f.initial_cwnd,
+                    ack_ratio,
+                    delack_timeout: if f.delayed_ack { delack } else { SimDuration::from_millis(40) },
+                    ring_hint,
+                }))
+            } else {
+                let init = CcInit { mss, initial_cwnd_segments: f.initial_cwnd };
+                let ctl = cc::build(&f.cca, &f.params, &init).map_err(|e| SimError::Cc { field: cc_field(i, &e), source: e })?;
+                Endpoint::Tcp(TcpFlow::new(
+                    TcpConfig {
+                        flow: i as u32,
+                        mss: f.mss,
+                        ecn: f.ecn,
+                        sack: f.sack,
+                        bytes: f.bytes,
+                        start: SimTime::from_nanos(start),
+                        stop: SimTime::from_nanos(stop),
+                        rwnd_bytes: f.rwnd_bytes,
+                        delayed_ack: f.delayed_ack,
+                        delack_timeout: delack,
+                        ring_hint,
+                    },
+                    ctl,
+                ))
+            };
+            let full_wire = f.mss + HEADER_BYTES;
+            q.push(start, EvKind::Timer(i as u32));
+            flows.push(FlowSlot {
+                ep,
+                mss,
+                access: VecDeque::with_capacity(64),
+                access_free: 0,
+                access_rate,
+                access_tx_full: access_rate.tx_time(full_wire as u64).as_nanos(),
+                full_wire,
+                host_ready: 0,
+                host_jitter: spec.host_jitter_ns,
+                rng,
+                fwd: VecDeque::with_capacity(ring_hint.min(1024)),
+                rev: VecDeque::with_capacity(ring_hint.min(1024) / 2),
+                owd_fwd: f.rtt_ns / 2,
+                owd_rev: f.rtt_ns - f.rtt_ns / 2,
+                timer_armed: start,
+                start,
+                stop,
+                bytes_sent: 0,
+                packets_sent: 0,
+                bytes_delivered: 0,
+                bytes_dropped: 0,
+                in_queue: 0,
+                last_app: 0,
+                last_retx: 0,
+            });
+        }
+        let n_samples = (spec.duration_ns / spec.interval_ns) as usize + 1;
+        let mut fs = FlowSamples::default();
+        let cap = n_samples.saturating_mul(spec.flows.len()).min(1 << 24);
+        fs.flow.reserve(cap);
+        fs.t_ns.reserve(cap);
+        fs.goodput_bps.reserve(cap);
+        fs.cwnd_bytes.reserve(cap);
+        fs.srtt_ns.reserve(cap);
+        fs.rttvar_ns.reserve(cap);
+        fs.retransmits.reserve(cap);
+        fs.state.reserve(cap);
+        fs.phase.reserve(cap);
+        Ok(Sim {
+            q,
+            now: 0,
+            end: spec.duration_ns,
+            interval: spec.interval_ns,
+            flows,
+            qdisc: Accounted::new(qdisc),
+            qrng: rng_stream(spec.seed, QDISC_STREAM),
+            loss_rng: rng_stream(spec.seed, LOSS_STREAM),
+            loss_p: b.loss_rate,
+            link_rate,
+            tx_cache: (0, 0),
+            in_service: None,
+            drop_scratch: Vec::with_capacity(16),
+            mark_scratch: Vec::with_capacity(16),
+            out: Vec::with_capacity(256),
+            events: 0,
+            forwarded: 0,
+            drops_random: 0,
+            fs,
+            bs: BottleneckSamples::default(),
+            last_counters: aqm::Counters::default(),
+            last_random: 0,
+        })
+    }
+
+    fn run(&mut self, progress: &mut dyn FnMut(SimTime) -> bool) -> Result<(), SimError> {
+        let mut next_sample = self.interval;
+        let mut next_progress = PROGRESS_EVERY;
+        while let Some(ev) = self.q.pop() {
+            if ev.time > self.end {
+                break;
+            }
+            while ev.time > next_sample {
+                self.sample(next_sample);
+                next_sample += self.interval;
+            }
+            while ev.time >= next_progress {
+                if !progress(SimTime::from_nanos(next_progress)) {
+                    return Err(SimError::Cancelled { at: SimTime::from_nanos(next_progress) });
+                }
+                next_progress += PROGRESS_EVERY;
+            }
+            self.now = ev.time;
+            self.events += 1;
+            match ev.kind {
+                EvKind::AccessOut(f) => self.on_access_out(f as usize),
+                EvKind::LinkDone => self.on_link_done(),
+                EvKind::RecvArrive(f) => self.on_recv_arrive(f as usize),
+                EvKind::AckArrive(f) => self.on_ack_arrive(f as usize),
+                EvKind::Timer(f) => self.on_timer(f as usize),
+            }
+        }
+        while next_sample <= self.end {
+            self.sample(next_sample);
+            next_sample += self.interval;
+        }
+        if !progress(SimTime::from_nanos(self.end)) {
+            return Err(SimError::Cancelled { at: SimTime::from_nanos(self.end) });
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn now(&self) -> SimTime {
+        SimTime::from_nanos(self.now)
+    }
+
+    #[inline]
+    fn on_access_out(&mut self, f: usize) {
+        let slot = &mut self.flows[f];
+        let (_, pkt) = slot.access.pop_front().expect("an AccessOut event has a head packet");
+        if let Some(&(t, _)) = slot.access.front() {
+            self.q.push(t, EvKind::AccessOut(f as u32));
+        }
+        self.bottleneck_arrive(pkt);
+    }
+
+    #[inline]
+    fn bottleneck_arrive(&mut self, pkt: Pkt) {
+        let f = pkt.meta.flow as usize;
+        if self.loss_p > 0.0 && self.loss_rng.random::<f64>() < self.loss_p {
+            self.drops_random += 1;
+            self.flows[f].bytes_dropped += pkt.len as u64;
+            return;
+        }
+        self.flows[f].in_queue += pkt.len as u64;
+        let now = self.now();
+        self.qdisc.enqueue(now, pkt, &mut self.qrng, &mut self.drop_scratch);
+        self.account_drops();
+        if self.in_service.is_none() {
+            self.start_service();
+        }
+    }
+
+    #[inline]
+    fn account_drops(&mut self) {
+        for (p, _) in self.drop_scratch.drain(..) {
+            let s = &mut self.flows[p.meta.flow as usize];
+            s.in_queue -= p.len as u64;
+            s.bytes_dropped += p.len as u64;
+        }
+    }
+
+    #[inline]
+    fn bneck_tx(&mut self, bytes: u32) -> u64 {
+        if self.tx_cache.0 != bytes {
+            self.tx_cache = (bytes, self.link_rate.tx_time(bytes as u64).as_nanos());
+        }
+        self.tx_cache.1
+    }
+
+    #[inline]
+    fn start_service(&mut self) {
+        let now = self.now();
+        let p = self.qdisc.dequeue(now, &mut self.qrng, &mut self.drop_scratch, &mut self.mark_scratch);
+        self.mark_scratch.clear();
+        if !self.drop_scratch.is_empty() {
+            self.account_drops();
+        }
+        if let Some(p) = p {
+            self.flows[p.meta.flow as usize].in_queue -= p.len as u64;
+            let tx = self.bneck_tx(p.meta.bytes);
+            self.in_service = Some(p);
+            self.q.push(self.now + tx, EvKind::LinkDone);
+        }
+    }
+
+    #[inline]
+    fn on_link_done(&mut self) {
+        let p = self.in_service.take().expect("LinkDone with a packet in service");
+        self.forwarded += 1;
+        let f = p.meta.flow as usize;
+        let slot = &mut self.flows[f];
+        let at = self.now + slot.owd_fwd;
+        slot.fwd.push_back((at, p));
+        if slot.fwd.len() == 1 {
+            self.q.push(at, EvKind::RecvArrive(f as u32));
+        }
+        self.start_service();
+    }
+
+    #[inline]
+    fn on_recv_arrive(&mut self, f: usize) {
+        let now = self.now();
+        let slot = &mut self.flows[f];
+        let (_, p) = slot.fwd.pop_front().expect("a RecvArrive event has a head packet");
+        if let Some(&(t, _)) = slot.fwd.front() {
+            self.q.push(t, EvKind::RecvArrive(f as u32));
+        }
+        slot.bytes_delivered += p.len as u64;
+        if let Some(ack) = slot.ep.on_data(now, &p) {
+            self.send_ack(f, ack);
+        }
+        self.rearm(f);
+    }
+
+    #[inline]
+    fn send_ack(&mut self, f: usize, ack: Ack) {
+        let slot = &mut self.flows[f];
+        let at = self.now + slot.owd_rev;
+        slot.rev.push_back((at, ack));
+        if slot.rev.len() == 1 {
+            self.q.push(at, EvKind::AckArrive(f as u32));
+        }
+    }
+
+    #[inline]
+    fn on_ack_arrive(&mut self, f: usize) {
+        let now = self.now();
+        let slot = &mut self.flows[f];
+        let (_, ack) = slot.rev.pop_front().expect("an AckArrive event has a head ACK");
+        if let Some(&(t, _)) = slot.rev.front() {
+            self.q.push(t, EvKind::AckArrive(f as u32));
+        }
+        slot.ep.on_ack(now, &ack, &mut self.out);
+        self.dispatch(f);
+        self.rearm(f);
+    }
+
+    fn on_timer(&mut self, f: usize) {
+        if self.flows[f].timer_armed != self.now {
+            return; // stale: a later (or earlier, already handled) wake-up replaced it
+        }
+        self.flows[f].timer_armed = u64::MAX;
+        let now = self.now();
+        let ack = self.flows[f].ep.on_timer(now, &mut self.out);
+        if let Some(a) = ack {
+            self.send_ack(f, a);
+        }
+        self.dispatch(f);
+        self.rearm(f);
+    }
+
+    /// Make sure a timer event exists at or before the endpoint's next wake-up.
+    #[inline]
+    fn rearm(&mut self, f: usize) {
+        let slot = &mut self.flows[f];
+        let w = slot.ep.next_wakeup().as_nanos();
+        if w < slot.timer_armed {
+            slot.timer_armed = w;
+            self.q.push(w, EvKind::Timer(f as u32));
+        }
+    }
+
+    /// Move the packets the endpoint just emitted onto its access link.
+    #[inline]
+    fn dispatch(&mut self, f: usize) {
+        if self.out.is_empty() {
+            return;
+        }
+        let now = self.now;
+        let slot = &mut self.flows[f];
+        let was_empty = slot.access.is_empty();
+        for p in self.out.drain(..) {
+            slot.bytes_sent += p.len as u64;
+            slot.packets_sent += 1;
+            let mut ready = now;
+            if slot.host_jitter > 0 {
+                ready += slot.rng.random_range(0..=slot.host_jitter);
+            }
+            // Host jitter never reorders a flow's own packets.
+            ready = ready.max(slot.host_ready);
+            slot.host_ready = ready;
+            let tx = if p.meta.bytes == slot.full_wire {
+                slot.access_tx_full
+            } else {
+                slot.access_rate.tx_time(p.meta.bytes as u64).as_nanos()
+            };
+            let depart = ready.max(slot.access_free) + tx;
+            slot.access_free = depart;
+            slot.access.push_back((depart, p));
+        }
+        if was_empty {
+            if let Some(&(t, _)) = slot.access.front() {
+                self.q.push(t, EvKind::AccessOut(f as u32));
+            }
+        }
+    }
+
+    fn sample(&mut self, t: u64) {
+        let iv = self.interval;
+        let secs = iv as f64 / 1e9;
+        for (i, slot) in self.flows.iter_mut().enumerate() {
+            let app = slot.ep.app_bytes();
+            let retx = slot.ep.retransmits();
+            let d_app = app - slot.last_app;
+            let d_retx = retx - slot.last_retx;
+            slot.last_app = app;
+            slot.last_retx = retx;
+            let finish = slot.ep.finished_at().map_or(u64::MAX, |x| x.as_nanos()).min(slot.stop);
+            // Emit while the interval (t − iv, t] overlaps the active period (start, finish].
+            if !(slot.start < t && t - iv < finish) {
+                continue;
+            }
+            let (cwnd, srtt, rttvar, state, phase) = match &slot.ep {
+                Endpoint::Tcp(tf) => {
+                    let m = tf.snd.cc.metrics();
+                    let st = if tf.snd.finished_at.is_some() { FlowState::Idle as u8 } else { tf.snd.state.code() };
+                    (tf.snd.cwnd() as f64, tf.snd.rtt.srtt(), tf.snd.rtt.rttvar(), st, m.phase)
+                }
+                Endpoint::Dccp(df) => {
+                    let st = if df.snd.finished_at.is_some() { FlowState::Idle as u8 } else { FlowState::Open as u8 };
+                    ((df.snd.cwnd * slot.mss) as f64, df.snd.rtt.srtt(), df.snd.rtt.rttvar(), st, df.phase())
+                }
+            };
+            self.fs.flow.push(i as u32);
+            self.fs.t_ns.push(t);
+            self.fs.goodput_bps.push(d_app as f64 * 8.0 / secs);
+            self.fs.cwnd_bytes.push(cwnd);
+            self.fs.srtt_ns.push(srtt.as_nanos());
+            self.fs.rttvar_ns.push(rttvar.as_nanos());
+            self.fs.retransmits.push(d_retx);
+            self.fs.state.push(state);
+            self.fs.phase.push(phase);
+        }
+        let c = self.qdisc.counters().clone();
+        let qb = self.qdisc.len_bytes::<Pkt>();
+        let qp = self.qdisc.len_packets::<Pkt>() as u64;
+        let d_random = self.drops_random - self.last_random;
+        self.bs.t_ns.push(t);
+        self.bs.queue_bytes.push(qb);
+        self.bs.queue_pkts.push(qp);
+        self.bs.drops.push(c.total_drops() - self.last_counters.total_drops() + d_random);
+        self.bs.marks.push(c.total_marks() - self.last_counters.total_marks());
+        for r in 0..5 {
+            self.bs.drops_by_reason[r].push(c.drops[r] - self.last_counters.drops[r]);
+        }
+        self.bs.drops_random.push(d_random);
+        self.last_counters = c;
+        self.last_random = self.drops_random;
+    }
+
+    fn into_output(self) -> RunOutput {
+        let mut flows = Vec::with_capacity(self.flows.len());
+        for (i, s) in self.flows.iter().enumerate() {
+            let mut in_flight = s.in_queue;
+            in_flight += s.access.iter().map(|(_, p)| p.len as u64).sum::<u64>();
+            in_flight += s.fwd.iter().map(|(_, p)| p.len as u64).sum::<u64>();
+            if let Some(p) = &self.in_service {
+                if p.meta.flow as usize == i {
+                    in_flight += p.len as u64;
+                }
+            }
+            let (retx, rtos, cev) = match &s.ep {
+                Endpoint::Tcp(t) => (t.snd.retrans_segs, t.snd.rto_count, t.snd.congestion_events),
+                Endpoint::Dccp(d) => (0, d.snd.rto_count, d.snd.congestion_events),
+            };
+            flows.push(FlowTotals {
+                bytes_sent: s.bytes_sent,
+                bytes_delivered: s.bytes_delivered,
+                bytes_dropped: s.bytes_dropped,
+                bytes_in_flight: in_flight,
+                app_bytes: s.ep.app_bytes(),
+                packets_sent: s.packets_sent,
+                retransmits: retx,
+                rtos,
+                congestion_events: cev,
+                completed_ns: s.ep.finished_at().map(|t| t.as_nanos()),
+                started_ns: s.start,
+            });
+        }
+        let c = self.qdisc.counters();
+        RunOutput {
+            flows: self.fs,
+            bottleneck: self.bs,
+            totals: RunTotals {
+                events: self.events,
+                bottleneck_packets: self.forwarded,
+                drops_by_reason: c.drops,
+                drops_random: self.drops_random,
+                marks: c.total_marks(),
+                flows,
+            },
+        }
+    }
+}

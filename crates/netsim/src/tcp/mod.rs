@@ -1,0 +1,86 @@
+//! The TCP endpoint: a [`sender::TcpSender`] and a [`receiver::TcpReceiver`] joined
+//! into one flow.
+
+pub(crate) mod receiver;
+pub(crate) mod sender;
+
+pub use sender::CaState;
+
+use netunits::{SimDuration, SimTime};
+
+use crate::cc::CongestionControl;
+use crate::packet::{Ack, Pkt};
+
+/// One TCP flow: both ends.
+#[derive(Debug)]
+pub(crate) struct TcpFlow {
+    pub snd: sender::TcpSender,
+    pub rcv: receiver::TcpReceiver,
+}
+
+/// What a TCP flow is built from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TcpConfig {
+    pub flow: u32,
+    pub mss: u32,
+    pub ecn: bool,
+    pub sack: bool,
+    pub bytes: Option<u64>,
+    pub start: SimTime,
+    pub stop: SimTime,
+    pub rwnd_bytes: Option<u64>,
+    pub delayed_ack: bool,
+    pub delack_timeout: SimDuration,
+    pub ring_hint: usize,
+}
+
+impl TcpFlow {
+    pub fn new(c: TcpConfig, cc: Box<dyn CongestionControl>) -> Self {
+        let mss = c.mss as u64;
+        let (total_segs, last_len) = match c.bytes {
+            Some(b) => (b.div_ceil(mss), b - (b.div_ceil(mss) - 1) * mss),
+            None => (u64::MAX, mss),
+        };
+        let rwnd_segs = c.rwnd_bytes.map_or(u64::MAX, |r| (r / mss).max(1));
+        let snd = sender::TcpSender::new(
+            sender::SenderConfig {
+                flow: c.flow,
+                mss: c.mss,
+                ecn: c.ecn,
+                sack: c.sack,
+                total_segs,
+                last_seg_len: last_len as u32,
+                start: c.start,
+                stop: c.stop,
+                rwnd_segs,
+            },
+            cc,
+            c.ring_hint,
+        );
+        let rcv = receiver::TcpReceiver::new(mss, total_segs, last_len, c.sack, c.ecn, c.delayed_ack, c.delack_timeout);
+        TcpFlow { snd, rcv }
+    }
+
+    #[inline]
+    pub fn on_ack(&mut self, now: SimTime, ack: &Ack, out: &mut Vec<Pkt>) {
+        self.snd.on_ack(now, ack, out);
+    }
+
+    #[inline]
+    pub fn on_data(&mut self, now: SimTime, pkt: &Pkt) -> Option<Ack> {
+        self.rcv.on_data(now, pkt)
+    }
+
+    pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<Pkt>) -> Option<Ack> {
+        let ack = self.rcv.on_timer(now);
+        if now >= self.snd.next_wakeup() {
+            self.snd.on_timer(now, out);
+        }
+        ack
+    }
+
+    #[inline]
+    pub fn next_wakeup(&self) -> SimTime {
+        self.snd.next_wakeup().min(self.rcv.delack_deadline)
+    }
+}

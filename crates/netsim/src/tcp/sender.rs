@@ -1,0 +1,745 @@
+//! TCP sender: SACK scoreboard with RFC 6675 loss recovery, NewReno (RFC 6582)
+//! when SACK is off, RFC 6298 retransmission timer, RFC 3168 ECN reaction, pacing,
+//! and Linux `tcp_rate.c` delivery-rate samples for the controller.
+//!
+//! Read this first:
+//! - Sequence numbers are SEGMENT indices (byte = index × MSS). Every segment is
+//!   MSS-sized except the last one of a finite transfer, so the scoreboard is one
+//!   ring of per-segment records starting at `snd_una`.
+//! - In-flight ("pipe", RFC 6675 §4 SetPipe) is kept incrementally as Linux does:
+//!   `pipe = (snd_nxt − snd_una) − sacked − lost + retransmitted`. A segment is
+//!   lost (RFC 6675 §4 IsLost, DupThresh = 3) when three SACKed segments lie above
+//!   it; since every segment has the same size, that is "below the 3rd-highest
+//!   SACKed segment" ([`TcpSender::lost_mark`]), which only moves up.
+//! - Limited transmit (RFC 3042) falls out of the pipe: the first two dupacks
+//!   (SACKs) lower the pipe by one segment each, releasing one new segment each.
+//! - The controller is told of ONE loss episode per window: entering fast recovery
+//!   (or CWR for ECN) calls `on_congestion_event` once and sets `recovery_point`;
+//!   nothing else reduces the window until `snd_una` passes it.
+//! - Without SACK each dupack counts as one "SACKed" segment (as Linux
+//!   `tcp_add_reno_sack`), which is RFC 6582's window inflation.
+
+use std::collections::VecDeque;
+
+use aqm::PacketMeta;
+use netunits::{Bandwidth, SimDuration, SimTime};
+
+use crate::cc::{AckSample, CongestionControl, CongestionEvent, CongestionSignal, RateSample};
+use crate::packet::{Ack, Pkt, HEADER_BYTES, PF_CWR, PF_RETX};
+use crate::rtt::RttEstimator;
+
+/// RFC 6675 §2 / RFC 5681 §3.2: DupThresh.
+const DUP_THRESH: u64 = 3;
+
+const SACKED: u8 = 1;
+const LOST: u8 = 2;
+/// Retransmitted and not yet acknowledged/SACKed: counted in the pipe again.
+const RETRANS: u8 = 4;
+/// Ever retransmitted: no RTT sample from it (Karn, RFC 6298 §3).
+const EVER_RETRANS: u8 = 8;
+
+/// Per-segment sender record (Linux keeps the same in `tcp_skb_cb`).
+#[derive(Clone, Copy, Debug, Default)]
+struct Seg {
+    /// Time of the last (re)transmission.
+    sent: SimTime,
+    /// `tcp_rate.c` snapshot at send: connection `delivered` bytes,
+    delivered: u64,
+    /// ... the time `delivered` last changed,
+    delivered_time: SimTime,
+    /// ... and the start of the current send phase.
+    first_tx: SimTime,
+    flags: u8,
+    app_limited: bool,
+}
+
+/// Loss-recovery state, named after Linux's `tcp_ca_state`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaState {
+    /// Normal sending.
+    Open,
+    /// Reducing the window after an ECN echo (RFC 3168 §6.1.2).
+    Cwr,
+    /// Fast recovery (RFC 6675 / RFC 6582).
+    Recovery,
+    /// After a retransmission timeout (RFC 6298 §5, RFC 5681 §3.1).
+    Loss,
+}
+
+impl CaState {
+    /// Numeric code used in the flow samples' `state` column.
+    pub fn code(self) -> u8 {
+        match self {
+            CaState::Open => 0,
+            CaState::Cwr => 1,
+            CaState::Recovery => 2,
+            CaState::Loss => 3,
+        }
+    }
+}
+
+/// Accumulates the rate sample of one ACK (Linux `struct rate_sample`).
+#[derive(Clone, Copy, Debug, Default)]
+struct RateAcc {
+    valid: bool,
+    prior_delivered: u64,
+    prior_time: SimTime,
+    is_app_limited: bool,
+    send_interval: SimDuration,
+    last_sent: SimTime,
+    last_idx: u64,
+}
+
+/// Configuration of a sender.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SenderConfig {
+    pub flow: u32,
+    pub mss: u32,
+    pub ecn: bool,
+    pub sack: bool,
+    pub total_segs: u64,
+    pub last_seg_len: u32,
+    pub start: SimTime,
+    pub stop: SimTime,
+    pub rwnd_segs: u64,
+}
+
+/// The sending half of a TCP flow.
+#[derive(Debug)]
+pub(crate) struct TcpSender {
+    cfg: SenderConfig,
+    pub(crate) started: bool,
+    pub(crate) finished_at: Option<SimTime>,
+    snd_una: u64,
+    snd_nxt: u64,
+    segs: VecDeque<Seg>,
+    sacked_out: u64,
+    lost_out: u64,
+    retrans_out: u64,
+    /// LOST and neither RETRANS nor SACKED: waiting for retransmission.
+    lost_pending: u64,
+    /// The sender's view of SACKed ranges above `snd_una`, sorted and merged.
+    sack_ranges: Vec<(u64, u64)>,
+    /// Every un-SACKed segment below this is marked LOST.
+    lost_mark: u64,
+    /// No segment below this needs retransmitting (RFC 6675 HighRxt, as a scan pointer).
+    rxt_scan: u64,
+    /// NewReno: dupacks counted as SACKed segments.
+    reno_dupacks: u64,
+    pub(crate) state: CaState,
+    recovery_point: u64,
+    cwr_pending: bool,
+    pub(crate) cc: Box<dyn CongestionControl>,
+    pub(crate) rtt: RttEstimator,
+    pub(crate) rto_deadline: SimTime,
+    pace_next: SimTime,
+    pub(crate) pace_wake: SimTime,
+    cwnd_limited: bool,
+    // tcp_rate.c connection state
+    delivered: u64,
+    delivered_time: SimTime,
+    first_tx_time: SimTime,
+    app_limited_until: u64,
+    // statistics
+    pub(crate) retrans_segs: u64,
+    pub(crate) segs_sent: u64,
+    pub(crate) rto_count: u64,
+    pub(crate) recoveries: u64,
+    pub(crate) congestion_events: u64,
+}
+
+impl TcpSender {
+    pub fn new(cfg: SenderConfig, cc: Box<dyn CongestionControl>, ring_hint: usize) -> Self {
+        TcpSender {
+            cfg,
+            started: false,
+            finished_at: None,
+            snd_una: 0,
+            snd_nxt: 0,
+            segs: VecDeque::with_capacity(ring_hint),
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            lost_pending: 0,
+            sack_ranges: Vec::with_capacity(16),
+            lost_mark: 0,
+            rxt_scan: 0,
+            reno_dupacks: 0,
+            state: CaState::Open,
+            recovery_point: 0,
+            cwr_pending: false,
+            cc,
+            rtt: RttEstimator::new(),
+            rto_deadline: SimTime::MAX,
+            pace_next: SimTime::ZERO,
+            pace_wake: SimTime::MAX,
+            cwnd_limited: true,
+            delivered: 0,
+            delivered_time: SimTime::ZERO,
+            first_tx_time: SimTime::ZERO,
+            app_limited_until: 0,
+            retrans_segs: 0,
+            segs_sent: 0,
+            rto_count: 0,
+            recoveries: 0,
+            congestion_events: 0,
+        }
+    }
+
+    #[inline]
+    fn seg_len(&self, idx: u64) -> u32 {
+        if idx + 1 == self.cfg.total_segs {
+            self.cfg.last_seg_len
+        } else {
+            self.cfg.mss
+        }
+    }
+
+    /// RFC 6675 §4 pipe, in segments.
+    #[inline]
+    pub(crate) fn pipe(&self) -> u64 {
+        let out = self.snd_nxt - self.snd_una;
+        let sacked = if self.cfg.sack { self.sacked_out } else { self.reno_dupacks };
+        (out + self.retrans_out).saturating_sub(sacked + self.lost_out)
+    }
+
+    #[inline]
+    fn pipe_bytes(&self) -> u64 {
+        self.pipe() * self.cfg.mss as u64
+    }
+
+    /// Congestion window in bytes (from the controller).
+    #[inline]
+    pub(crate) fn cwnd(&self) -> u64 {
+        self.cc.cwnd()
+    }
+
+    /// The sender's wake-up time: start, RTO or pacing.
+    #[inline]
+    pub(crate) fn next_wakeup(&self) -> SimTime {
+        if !self.started {
+            return self.cfg.start;
+        }
+        self.rto_deadline.min(self.pace_wake)
+    }
+
+    fn finished(&self) -> bool {
+        self.finished_at.is_some()
+    }
+
+    /// Timer work due at `now`.
+    pub(crate) fn on_timer(&mut self, now: SimTime, out: &mut Vec<Pkt>) {
+        if !self.started {
+            if now < self.cfg.start {
+                return;
+            }
+            self.started = true;
+            self.pace_next = now;
+        }
+        if now >= self.rto_deadline {
+            self.on_rto(now);
+        }
+        if now >= self.pace_wake {
+            self.pace_wake = SimTime::MAX;
+        }
+        self.try_send(now, out);
+    }
+
+    /// Send what the window, the receiver window, pacing and the application allow.
+    pub(crate) fn try_send(&mut self, now: SimTime, out: &mut Vec<Pkt>) {
+        if !self.started || self.finished() {
+            return;
+        }
+        let mss = self.cfg.mss as u64;
+        let cwnd_segs = (self.cc.cwnd() / mss).max(1);
+        loop {
+            if self.pace_next > now && self.cc.pacing_rate().is_some() {
+                self.pace_wake = self.pace_next;
+                self.cwnd_limited = true;
+                break;
+            }
+            // RFC 6675 §5 (C): send while cwnd − pipe ≥ 1 SMSS.
+            if self.pipe() >= cwnd_segs {
+                self.cwnd_limited = true;
+                break;
+            }
+            // NextSeg (RFC 6675 §4): (1) a lost segment not yet retransmitted,
+            if let Some(idx) = self.next_lost() {
+                self.transmit(now, idx, true, out);
+                continue;
+            }
+            // (2) otherwise new data, if the application and rwnd allow.
+            if self.can_send_new(now) {
+                self.transmit(now, self.snd_nxt, false, out);
+                continue;
+            }
+            self.cwnd_limited = false;
+            // tcp_rate_check_app_limited: the application, not cwnd, limits us.
+            if self.lost_pending == 0 {
+                self.app_limited_until = (self.delivered + self.pipe_bytes()).max(1);
+            }
+            break;
+        }
+    }
+
+    #[inline]
+    fn can_send_new(&self, now: SimTime) -> bool {
+        self.snd_nxt < self.cfg.total_segs && self.snd_nxt - self.snd_una < self.cfg.rwnd_segs && now < self.cfg.stop
+    }
+
+    /// Lowest segment marked lost and not yet retransmitted (RFC 6675 NextSeg (1)).
+    #[inline]
+    fn next_lost(&mut self) -> Option<u64> {
+        if self.lost_pending == 0 {
+            return None;
+        }
+        let mut i = self.rxt_scan.max(self.snd_una);
+        while i < self.snd_nxt {
+            let f = self.segs[(i - self.snd_una) as usize].flags;
+            if f & LOST != 0 && f & (RETRANS | SACKED) == 0 {
+                self.rxt_scan = i;
+                return Some(i);
+            }
+            i += 1;
+        }
+        self.rxt_scan = i;
+        debug_assert!(false, "lost_pending = {} but no lost segment found", self.lost_pending);
+        None
+    }
+
+    fn transmit(&mut self, now: SimTime, idx: u64, retrans: bool, out: &mut Vec<Pkt>) {
+        let len = self.seg_len(idx);
+        // tcp_rate_skb_sent: a new send phase starts when nothing is outstanding.
+        if self.snd_nxt == self.snd_una {
+            self.first_tx_time = now;
+            self.delivered_time = now;
+        }
+        let snap = Seg {
+            sent: now,
+            delivered: self.delivered,
+            delivered_time: self.delivered_time,
+            first_tx: self.first_tx_time,
+            flags: 0,
+            app_limited: self.app_limited_until != 0,
+        };
+        let mut flags = 0u8;
+        if retrans {
+            let s = &mut self.segs[(idx - self.snd_una) as usize];
+            s.flags |= RETRANS | EVER_RETRANS;
+            let f = s.flags;
+            *s = Seg { flags: f, ..snap };
+            self.retrans_out += 1;
+            self.lost_pending -= 1;
+            self.retrans_segs += 1;
+            flags |= PF_RETX;
+        } else {
+            debug_assert_eq!(idx, self.snd_nxt);
+            self.segs.push_back(snap);
+            self.snd_nxt += 1;
+            if self.cwr_pending {
+                // RFC 3168 §6.1.2: CWR on the first new data packet after the reduction.
+                flags |= PF_CWR;
+                self.cwr_pending = false;
+            }
+        }
+        self.segs_sent += 1;
+        out.push(Pkt {
+            meta: PacketMeta {
+                flow: self.cfg.flow,
+                bytes: len + HEADER_BYTES,
+                // RFC 3168 §6.1.5: retransmitted packets are not ECN-capable.
+                ecn_capable: self.cfg.ecn && !retrans,
+                // ZRTT's base-RTT header hint (seed 002): the sender's lowest RTT.
+                rtt_hint_us: self.rtt_hint_us(),
+                is_ack: false,
+                // The engine's passive estimate is the sender's smoothed RTT.
+                passive_rtt_us: self.srtt_us(),
+            },
+            seq: idx,
+            len,
+            flags,
+            aux: 0,
+        });
+        self.cc.on_packet_sent(now, len as u64, self.pipe_bytes());
+        if let Some(rate) = self.cc.pacing_rate() {
+            if rate.as_bps() > 0 {
+                self.pace_next = self.pace_next.max(now) + rate.tx_time((len + HEADER_BYTES) as u64);
+            }
+        }
+        // RFC 6298 (5.1): start the timer if it is not running.
+        if self.rto_deadline == SimTime::MAX {
+            self.rto_deadline = now + self.rtt.rto();
+        }
+    }
+
+    /// Mark segment `idx` (≥ snd_una) SACKed; returns its payload if newly delivered.
+    #[inline]
+    fn mark_sacked(&mut self, idx: u64, rs: &mut RateAcc, sack_rtt: &mut Option<SimTime>) -> u64 {
+        let len = self.seg_len(idx) as u64;
+        let s = &mut self.segs[(idx - self.snd_una) as usize];
+        if s.flags & SACKED != 0 {
+            return 0;
+        }
+        let f = s.flags;
+        s.flags = (f | SACKED) & !(LOST | RETRANS);
+        let seg = *s;
+        self.sacked_out += 1;
+        if f & LOST != 0 {
+            self.lost_out -= 1;
+            if f & RETRANS == 0 {
+                self.lost_pending -= 1;
+            }
+        }
+        if f & RETRANS != 0 {
+            self.retrans_out -= 1;
+        }
+        if f & EVER_RETRANS == 0 {
+            *sack_rtt = Some(sack_rtt.map_or(seg.sent, |t| t.max(seg.sent)));
+        }
+        Self::rate_delivered(&mut self.first_tx_time, rs, &seg, idx);
+        len
+    }
+
+    /// `tcp_rate_skb_delivered`: remember the most recently sent delivered segment.
+    #[inline]
+    fn rate_delivered(first_tx_time: &mut SimTime, rs: &mut RateAcc, seg: &Seg, idx: u64) {
+        if !rs.valid || seg.sent > rs.last_sent || (seg.sent == rs.last_sent && idx > rs.last_idx) {
+            rs.valid = true;
+            rs.prior_delivered = seg.delivered;
+            rs.prior_time = seg.delivered_time;
+            rs.is_app_limited = seg.app_limited;
+            rs.last_sent = seg.sent;
+            rs.last_idx = idx;
+            *first_tx_time = seg.sent;
+            rs.send_interval = seg.sent.saturating_since(seg.first_tx);
+        }
+    }
+
+    /// Apply one SACK block `[s, e)`; returns newly delivered bytes.
+    fn process_sack_block(&mut self, s: u64, e: u64, rs: &mut RateAcc, sack_rtt: &mut Option<SimTime>) -> u64 {
+        let s = s.max(self.snd_una);
+        let e = e.min(self.snd_nxt);
+        if s >= e {
+            return 0;
+        }
+        let i = self.sack_ranges.partition_point(|r| r.1 < s);
+        let mut j = i;
+        let mut cur = s;
+        let (mut lo, mut hi) = (s, e);
+        let mut newly = 0;
+        while j < self.sack_ranges.len() && self.sack_ranges[j].0 <= e {
+            let (a, b) = self.sack_ranges[j];
+            for idx in cur..a.min(e) {
+                newly += self.mark_sacked(idx, rs, sack_rtt);
+            }
+            cur = cur.max(b);
+            lo = lo.min(a);
+            hi = hi.max(b);
+            j += 1;
+        }
+        for idx in cur..e {
+            newly += self.mark_sacked(idx, rs, sack_rtt);
+        }
+        if j == i + 1 {
+            self.sack_ranges[i] = (lo, hi);
+        } else if j == i {
+            self.sack_ranges.insert(i, (lo, hi));
+        } else {
+            self.sack_ranges[i] = (lo, hi);
+            self.sack_ranges.drain(i + 1..j);
+        }
+        newly
+    }
+
+    /// RFC 6675 IsLost for all segments at once: everything un-SACKed below the
+    /// DupThresh-th highest SACKed segment is lost.
+    fn update_lost_mark(&mut self) {
+        let mut need = DUP_THRESH;
+        let mut mark = None;
+        for &(a, b) in self.sack_ranges.iter().rev() {
+            let n = b - a;
+            if n >= need {
+                mark = Some(b - need);
+                break;
+            }
+            need -= n;
+        }
+        if let Some(l) = mark {
+            if l > self.lost_mark {
+                let from = self.lost_mark.max(self.snd_una);
+                for idx in from..l {
+                    self.mark_lost(idx);
+                }
+                self.lost_mark = l;
+            }
+        }
+    }
+
+    #[inline]
+    fn mark_lost(&mut self, idx: u64) {
+        let s = &mut self.segs[(idx - self.snd_una) as usize];
+        if s.flags & (SACKED | LOST) == 0 {
+            s.flags |= LOST;
+            self.lost_out += 1;
+            if s.flags & RETRANS == 0 {
+                self.lost_pending += 1;
+            }
+        }
+    }
+
+    fn congestion_event(&mut self, now: SimTime, signal: CongestionSignal) {
+        self.congestion_events += 1;
+        let ev = CongestionEvent {
+            now,
+            signal,
+            in_flight: self.pipe_bytes(),
+            srtt: self.rtt.srtt(),
+            min_rtt: self.rtt.min_rtt(),
+        };
+        self.cc.on_congestion_event(&ev);
+    }
+
+    /// Process an ACK arriving at `now`.
+    pub(crate) fn on_ack(&mut self, now: SimTime, ack: &Ack, out: &mut Vec<Pkt>) {
+        if !self.started {
+            return;
+        }
+        let prior_in_flight = self.pipe_bytes();
+        let mut rs = RateAcc::default();
+        let mut sack_rtt: Option<SimTime> = None;
+        let mut newly_bytes = 0u64;
+        let cum = ack.cum.min(self.snd_nxt);
+
+        // SACK blocks first (Linux tcp_sacktag_write_queue), then the cumulative ACK.
+        if self.cfg.sack {
+            for k in 0..ack.nblocks as usize {
+                let (s, e) = ack.blocks[k];
+                newly_bytes += self.process_sack_block(s, e, &mut rs, &mut sack_rtt);
+            }
+        }
+
+        let mut acked_segs = 0u64;
+        let mut rtt_from: Option<SimTime> = None;
+        if cum > self.snd_una {
+            for idx in self.snd_una..cum {
+                let seg = self.segs.pop_front().expect("scoreboard holds every unacked segment");
+                let f = seg.flags;
+                if f & SACKED != 0 {
+                    self.sacked_out -= 1;
+                } else {
+                    newly_bytes += self.seg_len(idx) as u64;
+                    Self::rate_delivered(&mut self.first_tx_time, &mut rs, &seg, idx);
+                    if f & LOST != 0 {
+                        self.lost_out -= 1;
+                        if f & RETRANS == 0 {
+                            self.lost_pending -= 1;
+                        }
+                    }
+                    if f & RETRANS != 0 {
+                        self.retrans_out -= 1;
+                    }
+                }
+                // Karn (RFC 6298 §3): only never-retransmitted segments give samples;
+                // use the newest one acked (least inflated by delayed ACKs).
+                if f & EVER_RETRANS == 0 {
+                    rtt_from = Some(seg.sent);
+                }
+            }
+            acked_segs = cum - self.snd_una;
+            self.snd_una = cum;
+            self.rxt_scan = self.rxt_scan.max(cum);
+            self.lost_mark = self.lost_mark.max(cum);
+            let k = self.sack_ranges.partition_point(|r| r.1 <= cum);
+            if k > 0 {
+                self.sack_ranges.drain(..k);
+            }
+            if let Some(first) = self.sack_ranges.first_mut() {
+                first.0 = first.0.max(cum);
+            }
+        } else if !self.cfg.sack && self.snd_nxt > self.snd_una && ack.cum == self.snd_una {
+            // A duplicate ACK (RFC 5681 §2). Counted as one SACKed segment
+            // (Linux tcp_add_reno_sack), capped at the segments outstanding.
+            let out_segs = self.snd_nxt - self.snd_una;
+            self.reno_dupacks = (self.reno_dupacks + 1).min(out_segs.saturating_sub(self.lost_out));
+        }
+
+        // RTT (RFC 6298 §2, Karn's rule; SACKed segments as Linux's sack_rtt).
+        let sample_from = rtt_from.or(sack_rtt);
+        let rtt_sample = sample_from.map(|t| now.saturating_since(t));
+        if let Some(r) = rtt_sample {
+            self.rtt.sample(r);
+        }
+
+        if self.cfg.sack {
+            self.update_lost_mark();
+        } else if acked_segs > 0 {
+            // Linux tcp_remove_reno_sacks: the ACK covered `acked_segs` segments, one
+            // of which was the hole; the rest had been counted as dupacks.
+            self.reno_dupacks = self.reno_dupacks.saturating_sub(acked_segs - 1);
+            if self.state != CaState::Recovery {
+                self.reno_dupacks = 0;
+            }
+        }
+
+        // Recovery / CWR / Loss end when the recovery point is acknowledged
+        // (RFC 6675 §5, RFC 6582 §3.2 step 3, RFC 3168 §6.1.2).
+        let mut force_rxt = false;
+        match self.state {
+            CaState::Recovery | CaState::Cwr | CaState::Loss if self.snd_una >= self.recovery_point => {
+                if self.state != CaState::Loss {
+                    self.cc.on_recovery_exit(now);
+                }
+                self.state = CaState::Open;
+                self.reno_dupacks = 0;
+            }
+            CaState::Recovery if !self.cfg.sack && acked_segs > 0 => {
+                // RFC 6582 §3.2 step 5: a partial ACK retransmits the first
+                // unacknowledged segment at once.
+                if self.snd_una < self.snd_nxt {
+                    self.mark_lost(self.snd_una);
+                    self.lost_mark = self.lost_mark.max(self.snd_una + 1);
+                    force_rxt = true;
+                }
+            }
+            _ => {}
+        }
+
+        // Entering fast recovery.
+        if matches!(self.state, CaState::Open | CaState::Cwr) && self.snd_nxt > self.snd_una {
+            let enter = if self.cfg.sack {
+                // RFC 6675 §5: IsLost(HighACK + 1) (implied by DupAcks ≥ DupThresh).
+                self.lost_out > 0
+            } else {
+                // RFC 6582 §3.2 step 1 / RFC 5681 §3.2: three duplicate ACKs.
+                self.reno_dupacks >= DUP_THRESH
+            };
+            if enter {
+                if !self.cfg.sack {
+                    self.mark_lost(self.snd_una);
+                    self.lost_mark = self.lost_mark.max(self.snd_una + 1);
+                }
+                if self.state == CaState::Open {
+                    // One reduction per episode; a CWR already reduced this window.
+                    self.congestion_event(now, CongestionSignal::Loss);
+                }
+                self.state = CaState::Recovery;
+                self.recovery_point = self.snd_nxt;
+                self.recoveries += 1;
+                // RFC 6675 §5 (4.2) / RFC 5681 §3.2 step 2: retransmit the first
+                // lost segment regardless of the pipe.
+                force_rxt = true;
+            }
+        }
+
+        // RFC 3168 §6.1.2: react to ECE at most once per window of data.
+        if self.cfg.ecn && ack.ece && self.state == CaState::Open && self.snd_nxt > self.snd_una {
+            self.congestion_event(now, CongestionSignal::Ecn);
+            self.state = CaState::Cwr;
+            self.recovery_point = self.snd_nxt;
+            self.cwr_pending = true;
+        }
+
+        // Delivery-rate sample (tcp_rate_gen).
+        let mut rate = None;
+        if newly_bytes > 0 {
+            self.delivered += newly_bytes;
+            self.delivered_time = now;
+        }
+        if self.app_limited_until != 0 && self.delivered > self.app_limited_until {
+            self.app_limited_until = 0;
+        }
+        if rs.valid && newly_bytes > 0 {
+            let d = self.delivered - rs.prior_delivered;
+            let ack_iv = now.saturating_since(rs.prior_time);
+            let iv = ack_iv.max(rs.send_interval);
+            if iv.as_nanos() > 0 && iv >= self.rtt.min_rtt() {
+                rate = Some(RateSample {
+                    delivered: d,
+                    interval: iv,
+                    delivery_rate: Bandwidth::from_bytes_per(d, iv).unwrap_or_default(),
+                    is_app_limited: rs.is_app_limited,
+                    prior_delivered: rs.prior_delivered,
+                    total_delivered: self.delivered,
+                });
+            }
+        }
+
+        if newly_bytes > 0 {
+            let mss = self.cfg.mss as u64;
+            let sample = AckSample {
+                now,
+                acked_bytes: newly_bytes,
+                acked_segments: newly_bytes.div_ceil(mss).max(1) as u32,
+                rtt: rtt_sample,
+                srtt: self.rtt.srtt(),
+                min_rtt: self.rtt.min_rtt(),
+                prior_in_flight,
+                in_flight: self.pipe_bytes(),
+                app_limited: !self.cwnd_limited,
+                in_recovery: matches!(self.state, CaState::Recovery | CaState::Cwr),
+                rate,
+            };
+            self.cc.on_ack(&sample);
+        }
+
+        if acked_segs > 0 {
+            if self.snd_una == self.cfg.total_segs {
+                self.finished_at = Some(now);
+            }
+            // RFC 6298 (5.2)/(5.3): stop when all data is acked, else restart.
+            self.rto_deadline = if self.snd_una == self.snd_nxt { SimTime::MAX } else { now + self.rtt.rto() };
+        }
+
+        if force_rxt {
+            if let Some(idx) = self.next_lost() {
+                self.transmit(now, idx, true, out);
+            }
+        }
+        self.try_send(now, out);
+    }
+
+    /// RFC 6298 (5.4)–(5.6) and RFC 5681 §3.1: the retransmission timer expired.
+    fn on_rto(&mut self, now: SimTime) {
+        if self.snd_una == self.snd_nxt {
+            self.rto_deadline = SimTime::MAX;
+            return;
+        }
+        self.rto_count += 1;
+        self.cc.on_rto(now, self.pipe_bytes());
+        self.rtt.back_off();
+        // Everything outstanding and not SACKed is lost; earlier retransmissions
+        // are presumed lost too (Linux tcp_enter_loss).
+        self.retrans_out = 0;
+        self.lost_out = 0;
+        self.lost_pending = 0;
+        for s in self.segs.iter_mut() {
+            s.flags &= !RETRANS;
+            if s.flags & SACKED == 0 {
+                s.flags |= LOST;
+                self.lost_out += 1;
+                self.lost_pending += 1;
+            }
+        }
+        self.reno_dupacks = 0;
+        self.lost_mark = self.snd_nxt;
+        self.rxt_scan = self.snd_una;
+        self.state = CaState::Loss;
+        self.recovery_point = self.snd_nxt;
+        self.cwr_pending = false;
+        self.pace_next = now;
+        // RFC 6298 (5.6): restart the timer with the backed-off RTO.
+        self.rto_deadline = now + self.rtt.rto();
+    }
+
+    #[inline]
+    fn rtt_hint_us(&self) -> Option<u32> {
+        let m = self.rtt.min_rtt().as_micros();
+        (m > 0).then(|| m.min(u32::MAX as u64) as u32)
+    }
+
+    #[inline]
+    fn srtt_us(&self) -> Option<u32> {
+        let m = self.rtt.srtt().as_micros();
+        (m > 0).then(|| m.min(u32::MAX as u64) as u32)
+    }
+}

@@ -210,12 +210,7 @@ class Trace:
         """Samples joined with the flow table: one tidy frame for pandas users."""
         return self.samples.merge(self.flows, on="flow", how="left")
 
-    def to_parquet(self, path: str | Path) -> Path:
-        """Write one Parquet file: the samples as the table; the flow table,
-        bottleneck samples and metadata in the file's key-value metadata (Arrow IPC,
-        so dtypes survive exactly). Written to a temporary name and renamed, so a
-        reader never sees half a file."""
-        path = Path(path)
+    def _arrow_table(self) -> pa.Table:
         table = pa.Table.from_pandas(self.samples, preserve_index=False)
         extra = {
             b"fairlab.format_version": str(FORMAT_VERSION).encode(),
@@ -224,19 +219,31 @@ class Trace:
         }
         if self.bottleneck is not None:
             extra[b"fairlab.bottleneck"] = _ipc_encode(self.bottleneck)
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **extra})
+        return table.replace_schema_metadata({**(table.schema.metadata or {}), **extra})
+
+    def to_parquet(self, path: str | Path) -> Path:
+        """Write one Parquet file: the samples as the table; the flow table,
+        bottleneck samples and metadata in the file's key-value metadata (Arrow IPC,
+        so dtypes survive exactly). Written to a temporary name and renamed, so a
+        reader never sees half a file."""
+        path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
-        pq.write_table(table, tmp)
+        pq.write_table(self._arrow_table(), tmp)
         tmp.replace(path)
         return path
 
+    def to_parquet_bytes(self) -> bytes:
+        """The same file as `to_parquet`, in memory (for shipping between processes)."""
+        sink = pa.BufferOutputStream()
+        pq.write_table(self._arrow_table(), sink)
+        return sink.getvalue().to_pybytes()
+
     @classmethod
-    def from_parquet(cls, path: str | Path) -> Trace:
+    def from_parquet(cls, path: str | Path | pa.BufferReader) -> Trace:
         """Read a file written by `to_parquet`; refuses other Parquet files and newer
         format versions with a reason."""
-        path = Path(path)
         try:
-            table = pq.read_table(path)
+            table = pq.read_table(path if isinstance(path, pa.BufferReader) else Path(path))
         except (OSError, pa.ArrowInvalid) as exc:
             raise TraceError(f"{path}: not a readable Parquet file ({exc})") from None
         md = table.schema.metadata or {}
@@ -250,6 +257,11 @@ class Trace:
         bottleneck = _ipc_decode(md[b"fairlab.bottleneck"]) if b"fairlab.bottleneck" in md else None
         meta = json.loads(md[b"fairlab.meta"])
         return cls.from_frames(samples, flows, bottleneck, meta)
+
+    @classmethod
+    def from_parquet_bytes(cls, data: bytes) -> Trace:
+        """Read what `to_parquet_bytes` wrote."""
+        return cls.from_parquet(pa.BufferReader(data))
 
     def __repr__(self) -> str:
         n_flows = len(self.flows)

@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 
 mod error;
 mod registry;
+mod simulate;
 
 /// Version of the compiled core, to check the Python package and the extension match.
 #[pyfunction]
@@ -16,6 +17,7 @@ fn core_version() -> &'static str {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate::simulate, m)?)?;
     m.add_function(wrap_pyfunction!(registry::cc_registry, m)?)?;
     m.add_function(wrap_pyfunction!(registry::qdisc_registry, m)?)?;
     error::register(m)?;

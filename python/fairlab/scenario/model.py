@@ -92,6 +92,20 @@ class Variation(_Strict):
     _d = field_validator("start_jitter", "host_jitter", mode="before")(lambda v: units.parse_duration(v))
 
 
+class AnalysisSettings(_Strict):
+    """What a campaign computes for each condition beyond throughput and Jain's index
+    (`[analysis]` table). NRU and harm make the campaign derive and run calibration
+    scenarios (seed 000 §V-A) and solo runs automatically."""
+
+    nru: bool = False
+    harm: bool = False
+    epoch: int | None = Field(default=None, description="ns; t_e for NRU convergence times")
+    uc: float = Field(default=-0.46, le=0.0, description="dB; NRU convergence threshold U_c")
+    hold: int = Field(default=1, ge=1, description="samples the threshold must hold for T_U")
+
+    _epoch = field_validator("epoch", mode="before")(lambda v: None if v is None else units.parse_duration(v))
+
+
 class Scenario(_Strict):
     """A validated scenario. Build with `load_scenario` or `Scenario.from_dict`."""
 
@@ -104,6 +118,7 @@ class Scenario(_Strict):
     bottleneck: Bottleneck
     access_rate: int | None = Field(default=None, description="bits/s, default 10x the bottleneck rate")
     variation: Variation = Variation()
+    analysis: AnalysisSettings = AnalysisSettings()
     flows: list[Flow] = Field(min_length=1)
 
     _dur = field_validator("duration", "interval", mode="before")(lambda v: units.parse_duration(v))
@@ -209,8 +224,8 @@ class Scenario(_Strict):
         }
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario TOML file."""
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """Parse a TOML file; errors become one `ScenarioError` naming the file."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -219,9 +234,17 @@ def load_scenario(path: str | Path) -> Scenario:
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError(f"{path}: cannot read it ({exc})") from None
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{path}: not valid TOML ({exc})") from None
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a single-scenario TOML file (no `[sweep]`; campaigns are read
+    by `fairlab.campaign.load_campaign`)."""
+    data = read_toml(path)
+    if "sweep" in data:
+        raise ScenarioError(f"{path}: has a [sweep] table, so it is a campaign; load it with fairlab.campaign.load_campaign (or `fairlab run`, which expands it)")
     return Scenario.from_dict(data, source=str(path))
 
 

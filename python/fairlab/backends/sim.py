@@ -1,0 +1,98 @@
+"""The simulator backend: a validated Scenario in, a Trace out.
+
+The engine (`crates/netsim`) does all the work; this module only converts the
+scenario to the resolved JSON the engine reads and the engine's numpy columns into
+the Trace data model (DESIGN.md: bindings and backends hold no simulation logic).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from .. import __version__
+from ..scenario import Scenario
+from ..trace import Trace
+
+Progress = Callable[[float], bool | None]
+
+
+def simulate(scenario: Scenario, *, seed: int | None = None, progress: Progress | None = None) -> Trace:
+    """Run ``scenario`` in the packet-level simulator and return its Trace.
+
+    ``seed`` overrides the scenario's seed. ``progress`` is called with the simulated
+    time in seconds about once per simulated second; returning False cancels.
+    """
+    from .._core import simulate as core_simulate
+
+    resolved = scenario.resolve(seed=seed)
+    started = time.time()
+    t0 = time.perf_counter()
+    out = core_simulate(json.dumps(resolved), progress)
+    wall = time.perf_counter() - t0
+    return _to_trace(scenario, resolved, out, wall_s=wall, started=started)
+
+
+def _to_trace(scenario: Scenario, resolved: dict, out: dict, *, wall_s: float, started: float) -> Trace:
+    f = out["flows"]
+    samples = pd.DataFrame(
+        {
+            "run": np.zeros(len(f["t_ns"]), dtype=np.int64),
+            "flow": f["flow"].astype(np.int64),
+            "t": f["t_ns"] / 1e9,
+            "throughput_bps": f["goodput_bps"],
+            "cwnd_bytes": f["cwnd_bytes"],
+            # 0 means "no RTT sample yet" in the engine; missing, not zero, here.
+            "srtt_s": np.where(f["srtt_ns"] > 0, f["srtt_ns"] / 1e9, np.nan),
+            "rttvar_s": np.where(f["srtt_ns"] > 0, f["rttvar_ns"] / 1e9, np.nan),
+            "retransmits": f["retransmits"].astype(np.int64),
+            "state": pd.Categorical.from_codes(np.minimum(f["state"], 5).astype(np.int8), ["open", "cwr", "recovery", "loss", "idle", "unknown"]).astype(str),
+            "phase": f["phase"],
+        }
+    )
+    totals = out["totals"]
+    labels = [label for label, _ in scenario.expanded_flows()]
+    flows = pd.DataFrame(
+        {
+            "flow": np.arange(len(resolved["flows"]), dtype=np.int64),
+            "label": labels,
+            "cca": [fl["cca"] for fl in resolved["flows"]],
+            "rtt_s": [fl["rtt_ns"] / 1e9 for fl in resolved["flows"]],
+            "start_s": [t["started_ns"] / 1e9 for t in totals["flows"]],
+            "source": "sim",
+        }
+    )
+    b = out["bottleneck"]
+    bottleneck = pd.DataFrame(
+        {
+            "run": np.zeros(len(b["t_ns"]), dtype=np.int64),
+            "t": b["t_ns"] / 1e9,
+            "queue_bytes": b["queue_bytes"].astype(float),
+            "queue_pkts": b["queue_pkts"].astype(float),
+            "drops": b["drops"].astype(np.int64),
+            "marks": b["marks"].astype(np.int64),
+            **{k: v.astype(np.int64) for k, v in b.items() if k.startswith("drops_")},
+        }
+    )
+    meta = {
+        "tool": "fairlab-sim",
+        "tool_version": __version__,
+        "backend": "sim",
+        "scenario_name": scenario.name,
+        "seed": resolved["seed"],
+        "interval_s": resolved["interval_ns"] / 1e9,
+        "host": platform.node(),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "wall_s": round(wall_s, 4),
+        "events": int(totals["events"]),
+        "bottleneck_packets": int(totals["bottleneck_packets"]),
+        "totals": {k: v for k, v in totals.items() if k != "flows"},
+        "flow_totals": totals["flows"],
+        "resolved_scenario": resolved,
+    }
+    return Trace.from_frames(samples, flows, bottleneck, meta)

@@ -1,0 +1,239 @@
+"""Campaign plans: a scenario file with a `[sweep]` expanded into runs.
+
+A campaign file is a scenario file plus an optional `[sweep]` table whose keys are
+scenario paths and whose values are lists:
+
+    [sweep]
+    "flows[*].rtt" = ["25ms", "50ms", "100ms"]     # every flow
+    "flows[1].cca" = ["reno", "bic", "cubic"]      # one flow
+    "bottleneck.buffer" = ["10%bdp", "100%bdp"]
+    mode = "product"                               # default; "zip" pairs lists up
+
+Every point of the sweep is a *condition*; every condition runs `runs` times. Run k of
+every condition uses the same seed, derived from the base seed and k (common random
+numbers: conditions differ by what was swept, not by luck). When `[analysis]` asks for
+NRU or harm, the plan also holds the calibration runs those need (seed 000 §V-A): for
+each condition and each congestion control in it, the same condition with every flow
+using that control; for harm, each flow alone. Identical calibration conditions are
+planned once.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..scenario import Scenario, ScenarioError, read_toml
+
+_INDEX = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(\[(?P<idx>\*|\d+)\])?$")
+
+MAIN, CALIBRATION, SOLO = "main", "calibration", "solo"
+
+
+def derive_seed(base: int, run_index: int) -> int:
+    """Seed of run ``run_index`` (0-based): run 0 uses the base seed itself, later runs a
+    SplitMix64 mix of (base, k) — independent streams, the same on every machine."""
+    if run_index == 0:
+        return base
+    z = (base + 0x9E3779B97F4A7C15 * run_index) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return (z ^ (z >> 31)) & 0x7FFFFFFFFFFFFFFF
+
+
+def set_path(doc: dict[str, Any], path: str, value: Any, *, source: str) -> None:
+    """Assign ``value`` at a dotted scenario path such as ``flows[1].cca`` or
+    ``flows[*].rtt`` (every element)."""
+    parts = path.split(".")
+    targets: list[Any] = [doc]
+    for i, part in enumerate(parts):
+        m = _INDEX.match(part)
+        if not m:
+            raise ScenarioError(f"{source}: sweep key {path!r}: {part!r} is not a field name (write e.g. \"flows[1].cca\" or \"bottleneck.rate\")")
+        name, idx = m["name"], m["idx"]
+        last = i == len(parts) - 1
+        nxt: list[Any] = []
+        for t in targets:
+            if not isinstance(t, dict):
+                raise ScenarioError(f"{source}: sweep key {path!r}: {'.'.join(parts[:i])!r} is not a table")
+            if idx is None:
+                if last:
+                    t[name] = copy.deepcopy(value)
+                else:
+                    nxt.append(t.setdefault(name, {}))
+                continue
+            seq = t.get(name)
+            if not isinstance(seq, list):
+                raise ScenarioError(f"{source}: sweep key {path!r}: {name!r} is not a list, so it cannot be indexed")
+            chosen = range(len(seq)) if idx == "*" else [int(idx)]
+            for j in chosen:
+                if j >= len(seq):
+                    raise ScenarioError(f"{source}: sweep key {path!r}: {name} has {len(seq)} entries, so index {j} does not exist")
+                if last:
+                    seq[j] = copy.deepcopy(value)
+                else:
+                    nxt.append(seq[j])
+        targets = nxt
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def run_key(resolved: dict[str, Any], seed: int, backend: str) -> str:
+    """Content address of one run: the resolved scenario (with its seed), the backend
+    and the fairlab version (DESIGN.md: campaign runs are content-addressed)."""
+    doc = {"scenario": {**resolved, "seed": seed}, "backend": backend, "fairlab": __version__}
+    return hashlib.sha256(canonical_json(doc).encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One run to execute."""
+
+    key: str
+    kind: str  # main | calibration | solo
+    condition: str  # condition id (hash of the sweep point and kind)
+    point: dict[str, Any]  # the sweep assignments of this condition ({} without a sweep)
+    label: str  # human description of the condition
+    run_index: int
+    seed: int
+    scenario: dict[str, Any]  # raw (unresolved) scenario document, validated
+    for_flow: int | None = None  # solo runs: which flow of the main condition
+    for_cca: str | None = None  # calibration runs: which control
+
+    def model(self) -> Scenario:
+        return Scenario.from_dict(self.scenario)
+
+
+@dataclass
+class Campaign:
+    """A campaign file: base scenario, sweep and the resulting plan."""
+
+    name: str
+    source: str
+    base: dict[str, Any]
+    sweep: dict[str, list[Any]]
+    mode: str
+    backend: str = "sim"
+    tasks: list[Task] = field(default_factory=list)
+    #: main condition id -> {"calibration": {cca: condition id}, "solo": {flow entry index: condition id}}
+    links: dict[str, dict[str, dict[Any, str]]] = field(default_factory=dict)
+
+    @property
+    def conditions(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for t in self.tasks:
+            if t.kind == MAIN:
+                seen.setdefault(t.condition, None)
+        return list(seen)
+
+    def count(self, kind: str | None = None) -> int:
+        return sum(1 for t in self.tasks if kind is None or t.kind == kind)
+
+
+def _points(sweep: dict[str, list[Any]], mode: str, source: str) -> list[dict[str, Any]]:
+    if not sweep:
+        return [{}]
+    keys = list(sweep)
+    for k, v in sweep.items():
+        if not isinstance(v, list) or not v:
+            raise ScenarioError(f"{source}: sweep key {k!r} must be a non-empty list of values")
+    if mode == "zip":
+        lengths = {k: len(v) for k, v in sweep.items()}
+        if len(set(lengths.values())) != 1:
+            raise ScenarioError(f"{source}: sweep mode \"zip\" needs lists of one length; got {lengths}")
+        return [dict(zip(keys, vals)) for vals in zip(*sweep.values())]
+    if mode != "product":
+        raise ScenarioError(f"{source}: sweep mode {mode!r} is not known; allowed: \"product\" (default), \"zip\"")
+    return [dict(zip(keys, vals)) for vals in itertools.product(*sweep.values())]
+
+
+def _label(point: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in point.items()) or "base"
+
+
+def _condition_id(doc: dict[str, Any], kind: str) -> str:
+    body = {k: v for k, v in doc.items() if k not in ("seed", "runs", "name")}
+    return hashlib.sha256(canonical_json({"kind": kind, "doc": body}).encode()).hexdigest()[:16]
+
+
+def _calibration_doc(doc: dict[str, Any], cca_entry: dict[str, Any]) -> dict[str, Any]:
+    """Seed 000 §V-A: the same conditions with every flow using one control."""
+    out = copy.deepcopy(doc)
+    for f in out["flows"]:
+        f["cca"] = cca_entry["cca"]
+        if "params" in cca_entry:
+            f["params"] = copy.deepcopy(cca_entry["params"])
+        else:
+            f.pop("params", None)
+        f.pop("label", None)
+    out.pop("analysis", None)
+    return out
+
+
+def _solo_doc(doc: dict[str, Any], flow_index: int) -> dict[str, Any]:
+    """Harm baseline: flow ``flow_index`` alone on the same path (Ware et al. 2019)."""
+    out = copy.deepcopy(doc)
+    out["flows"] = [copy.deepcopy(doc["flows"][flow_index])]
+    out["flows"][0]["count"] = 1
+    out.pop("analysis", None)
+    return out
+
+
+def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "sim") -> Campaign:
+    """Expand a campaign document into its plan (validating every condition)."""
+    doc = copy.deepcopy(doc)
+    sweep = doc.pop("sweep", {}) or {}
+    if not isinstance(sweep, dict):
+        raise ScenarioError(f"{source}: [sweep] must be a table of path = [values]")
+    mode = sweep.pop("mode", "product")
+    base = Scenario.from_dict(doc, source=source)  # the base itself must be valid
+    camp = Campaign(name=base.name, source=source, base=doc, sweep=sweep, mode=mode, backend=backend)
+    planned: set[str] = set()
+
+    def add(kind: str, d: dict[str, Any], point: dict[str, Any], label: str, **extra: Any) -> str:
+        model = Scenario.from_dict(d, source=f"{source} [{label}]")
+        cond = _condition_id(d, kind)
+        for k in range(model.runs):
+            seed = derive_seed(model.seed, k)
+            key = run_key(model.resolve(seed=seed), seed, backend)
+            if key in planned:
+                continue
+            planned.add(key)
+            camp.tasks.append(Task(key=key, kind=kind, condition=cond, point=point, label=label, run_index=k, seed=seed, scenario=d, **extra))
+        return cond
+
+    for point in _points(sweep, mode, source):
+        d = copy.deepcopy(doc)
+        for path, value in point.items():
+            set_path(d, path, value, source=source)
+        label = _label(point)
+        main = add(MAIN, d, point, label)
+        links: dict[str, dict[Any, str]] = camp.links.setdefault(main, {"calibration": {}, "solo": {}})
+        model = Scenario.from_dict(d, source=f"{source} [{label}]")
+        if model.analysis.nru:
+            seen_cca: set[str] = set()
+            for f in d["flows"]:
+                entry = {"cca": f["cca"], **({"params": f["params"]} if f.get("params") else {})}
+                sig = canonical_json(entry)
+                if sig in seen_cca:
+                    continue
+                seen_cca.add(sig)
+                links["calibration"][f["cca"]] = add(CALIBRATION, _calibration_doc(d, entry), point, f"{label} | calibration {f['cca']}", for_cca=f["cca"])
+        if model.analysis.harm:
+            for i, f in enumerate(d["flows"]):
+                links["solo"][i] = add(SOLO, _solo_doc(d, i), point, f"{label} | solo flow {i} ({f['cca']})", for_flow=i)
+    return camp
+
+
+def load_campaign(path: str | Path, *, backend: str = "sim") -> Campaign:
+    """Read a scenario/campaign TOML file and expand it."""
+    return expand(read_toml(path), source=str(path), backend=backend)

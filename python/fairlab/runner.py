@@ -1,0 +1,30 @@
+"""Run one scenario on a named backend. The single place that knows the backends."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .scenario import Scenario
+from .trace import Trace
+
+BACKENDS = ("sim", "live")
+
+
+def run_scenario(
+    scenario: Scenario,
+    *,
+    seed: int | None = None,
+    backend: str = "sim",
+    run_index: int = 0,
+    progress: Callable[[float], bool | None] | None = None,
+) -> Trace:
+    """Run ``scenario`` once on ``backend`` ("sim" or "live") with ``seed``."""
+    if backend == "sim":
+        from .backends.sim import simulate
+
+        return simulate(scenario, seed=seed, progress=progress)
+    if backend == "live":
+        from .backends.live.runner import run_live
+
+        return run_live(scenario, seed=scenario.seed if seed is None else seed, run_index=run_index, progress=progress)
+    raise ValueError(f"unknown backend {backend!r}; allowed: {', '.join(BACKENDS)}")

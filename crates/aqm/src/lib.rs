@@ -34,7 +34,7 @@ mod codel;
 mod droptail;
 mod fq_codel;
 // mod mrtt;
-// mod pie;
+mod pie;
 // mod prto;
 mod red;
 // mod zrtt;
@@ -46,7 +46,7 @@ pub use codel::{Codel, CodelConfig};
 pub use droptail::{DropTail, DropTailConfig, Limit};
 pub use fq_codel::{FqCodel, FqCodelConfig};
 // pub use mrtt::{Mrtt, MrttConfig, MrttLaw};
-// pub use pie::{Pie, PieConfig};
+pub use pie::{Pie, PieConfig};
 // pub use prto::{Prto, PrtoConfig, PrtoLaw};
 pub use red::{Red, RedConfig};
 // pub use zrtt::{FlowRttView, MarkingLaw, RttAware, RttAwareConfig, RttSource, Zrtt, ZrttConfig, ZrttLaw};
@@ -581,6 +581,11 @@ pub static REGISTRY: &[QdiscEntry] = &[
         summary: "FQ-CoDel (RFC 8290): hashed flow queues, DRR with new/old lists, CoDel per queue, drop from the fattest queue",
         params: "flows=1024, quantum=1514 bytes, target=5ms, interval=100ms, ecn=true [RFC 8290 §5]",
     },
+    QdiscEntry {
+        name: "pie",
+        summary: "PIE (RFC 8033): random early drop with a PI controller on queue delay (from timestamps), auto-tuned gains, burst allowance",
+        params: "target=15ms, t_update=15ms, alpha=0.125, beta=1.25, max_burst=150ms, ecn=false, mark_ecn_th=0.1 [RFC 8033 §4, §5.1]",
+    },
     // -- entries --
 ];
 
@@ -615,6 +620,7 @@ pub fn build<P: Packet + 'static>(name: &str, params: &Params, ctx: &QdiscContex
         "blue" => Box::new(Blue::new(BlueConfig::from_params(&mut r, ctx)?)?),
         "codel" => Box::new(Codel::new(CodelConfig::from_params(&mut r, ctx)?)?),
         "fq_codel" => Box::new(FqCodel::new(FqCodelConfig::from_params(&mut r, ctx)?)?),
+        "pie" => Box::new(Pie::new(PieConfig::from_params(&mut r, ctx)?)?),
         // -- build arms --
         _ => unreachable!("static_name checked the name"),
     };

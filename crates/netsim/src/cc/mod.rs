@@ -295,6 +295,9 @@ impl std::fmt::Debug for CcEntry {
 // Algorithm modules: one file each (BBR may be a directory). Add `pub mod x;` here
 // and one `CcEntry` in REGISTRY below.
 // -- modules --
+pub mod htcp;
+pub mod hybla;
+pub mod scalable;
 pub mod bic;
 pub mod highspeed;
 pub mod bbr;
@@ -310,6 +313,24 @@ mod testkit;
 /// whose AIMD lives in `crate::dccp`, selected by the scenario layer.
 pub static REGISTRY: &[CcEntry] = &[
     // -- entries --
+    CcEntry {
+        name: "htcp",
+        summary: "H-TCP (Leith & Shorten 2004; Linux tcp_htcp.c): α from time since congestion, adaptive β",
+        params: htcp::HtcpConfig::PARAMS,
+        build: htcp::Htcp::build,
+    },
+    CcEntry {
+        name: "hybla",
+        summary: "TCP Hybla (Caini & Firrincieli 2004; Linux tcp_hybla.c): RTT-normalised growth, RTT0 = 25 ms",
+        params: hybla::HyblaConfig::PARAMS,
+        build: hybla::Hybla::build,
+    },
+    CcEntry {
+        name: "scalable",
+        summary: "Scalable TCP (Kelly 2003; Linux tcp_scalable.c): MIMD a = 0.01, b = 0.125",
+        params: scalable::ScalableConfig::PARAMS,
+        build: scalable::Scalable::build,
+    },
     CcEntry {
         name: "bic",
         summary: "BIC-TCP (Xu, Harfoush & Rhee 2004; Linux tcp_bic.c)",

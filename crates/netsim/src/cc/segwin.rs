@@ -145,6 +145,35 @@ impl SegWindow {
     }
 }
 
+/// Round-trip boundaries without sequence numbers: a round ends once the bytes in
+/// flight at its start are acknowledged, and the next ACK opens a new one. This
+/// is Linux's "ACK after the `snd_nxt` recorded at the round start" (Vegas,
+/// Illinois, YeAH, HyStart) seen from the controller's side of the trait.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RoundTracker {
+    left: u64,
+    started: bool,
+}
+
+impl RoundTracker {
+    /// Feed one ACK; true when it opens a new round.
+    pub(crate) fn on_ack(&mut self, acked_bytes: u64, in_flight_after: u64) -> bool {
+        if self.started && self.left > 0 {
+            self.left = self.left.saturating_sub(acked_bytes);
+            false
+        } else {
+            self.started = true;
+            self.left = in_flight_after.max(1);
+            true
+        }
+    }
+
+    /// Forget the current round (the next ACK opens one).
+    pub(crate) fn reset(&mut self) {
+        *self = RoundTracker::default();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

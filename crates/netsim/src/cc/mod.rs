@@ -295,6 +295,8 @@ impl std::fmt::Debug for CcEntry {
 // Algorithm modules: one file each (BBR may be a directory). Add `pub mod x;` here
 // and one `CcEntry` in REGISTRY below.
 // -- modules --
+mod seg_reno;
+pub mod vegas;
 pub mod htcp;
 pub mod hybla;
 pub mod scalable;
@@ -313,6 +315,12 @@ mod testkit;
 /// whose AIMD lives in `crate::dccp`, selected by the scenario layer.
 pub static REGISTRY: &[CcEntry] = &[
     // -- entries --
+    CcEntry {
+        name: "vegas",
+        summary: "TCP Vegas (Brakmo & Peterson 1995; Linux tcp_vegas.c, paper's diff = cwnd·(RTT−BaseRTT)/RTT)",
+        params: vegas::VegasConfig::PARAMS,
+        build: vegas::Vegas::build,
+    },
     CcEntry {
         name: "htcp",
         summary: "H-TCP (Leith & Shorten 2004; Linux tcp_htcp.c): α from time since congestion, adaptive β",

@@ -332,3 +332,61 @@ impl Path {
 pub(crate) fn first_time_in(fl: &Flow, phase: &str) -> Option<SimTime> {
     fl.phases.iter().find(|(_, p)| *p == phase).map(|(t, _)| *t)
 }
+
+/// A synthetic, open-loop sender for rule tests: the test sets the RTT each
+/// round and the driver ACKs the whole window over it, one segment per ACK.
+#[derive(Debug)]
+pub(crate) struct Synth<C: CongestionControl> {
+    pub cc: C,
+    pub now: SimTime,
+    pub min_rtt: SimDuration,
+    pub in_recovery: bool,
+}
+
+impl<C: CongestionControl> Synth<C> {
+    pub(crate) fn new(cc: C) -> Self {
+        Synth { cc, now: SimTime::from_secs(1), min_rtt: SimDuration::MAX, in_recovery: false }
+    }
+
+    /// Window in segments.
+    pub(crate) fn cwnd(&self) -> u64 {
+        self.cc.cwnd() / PATH_MSS
+    }
+
+    /// One ACK of one segment with RTT sample `rtt`, the window full.
+    pub(crate) fn ack(&mut self, rtt: SimDuration) {
+        self.min_rtt = self.min_rtt.min(rtt);
+        let flight = self.cc.cwnd().max(PATH_MSS);
+        let a = AckSample {
+            now: self.now,
+            acked_bytes: PATH_MSS,
+            acked_segments: 1,
+            rtt: Some(rtt),
+            srtt: rtt,
+            min_rtt: self.min_rtt,
+            prior_in_flight: flight,
+            in_flight: flight - PATH_MSS,
+            app_limited: false,
+            in_recovery: self.in_recovery,
+            rate: None,
+        };
+        self.cc.on_ack(&a);
+    }
+
+    /// One round: the window at its start is ACKed one segment per ACK, evenly
+    /// over `rtt`, every ACK carrying RTT sample `rtt`.
+    pub(crate) fn round(&mut self, rtt: SimDuration) {
+        let n = self.cwnd().max(1);
+        let step = SimDuration::from_nanos(rtt.as_nanos() / n);
+        for _ in 0..n {
+            self.now += step;
+            self.ack(rtt);
+        }
+    }
+
+    /// A loss episode (fast recovery) with the window in flight.
+    pub(crate) fn loss(&mut self, signal: CongestionSignal) {
+        let ev = CongestionEvent { now: self.now, signal, in_flight: self.cc.cwnd(), srtt: self.min_rtt, min_rtt: self.min_rtt };
+        self.cc.on_congestion_event(&ev);
+    }
+}

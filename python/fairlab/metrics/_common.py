@@ -53,6 +53,20 @@ def as_matrix(m: Any, name: str = "matrix") -> np.ndarray:
     return a
 
 
+#: Target size (elements) of one row block in blocked reductions: ~2 MB of float64,
+#: small enough to stay in cache and to avoid page-faulting a full-size temporary.
+BLOCK_ELEMS = 1 << 18
+
+
+def row_blocks(n_rows: int, n_cols: int):
+    """Yield row slices covering ``range(n_rows)`` in blocks of about BLOCK_ELEMS
+    elements.  Reductions loop over these blocks (tens of iterations for a 10^7-element
+    matrix), never over individual samples; each block is processed vectorised."""
+    step = max(1, BLOCK_ELEMS // max(1, n_cols))
+    for a in range(0, n_rows, step):
+        yield slice(a, min(n_rows, a + step))
+
+
 def finite_or_none(v: Any) -> float | None:
     """Python float of ``v``, or None when ``v`` is None/NaN/+-inf."""
     if v is None:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ._common import ResultMixin, as_matrix, as_vector, finite_or_none
+from ._common import ResultMixin, as_matrix, as_vector, finite_or_none, row_blocks
 
 AllZero = Literal["one", "omit"]
 
@@ -126,14 +126,20 @@ def jain_over_time(
     m = _normalise_matrix(as_matrix(matrix), optimal)
     if min_flows < 1:
         raise ValueError("min_flows must be >= 1")
-    present = ~np.isnan(m)
-    n = present.sum(axis=1)
-    x = np.where(present, m, 0.0)
-    if (x < 0).any():
-        raise ValueError("matrix has a negative throughput; Jain's index needs values >= 0")
-    with np.errstate(over="ignore", under="ignore"):
-        s1 = x.sum(axis=1)
-        s2 = np.einsum("ij,ij->i", x, x)
+    nrow = m.shape[0]
+    n = np.empty(nrow, dtype=np.int64)
+    s1 = np.empty(nrow)
+    s2 = np.empty(nrow)
+    for b in row_blocks(nrow, m.shape[1]):  # blocked: no full-size temporary
+        mb = m[b]
+        pres = ~np.isnan(mb)
+        xb = np.where(pres, mb, 0.0)
+        if (xb < 0).any():
+            raise ValueError("matrix has a negative throughput; Jain's index needs values >= 0")
+        n[b] = pres.sum(axis=1)
+        with np.errstate(over="ignore", under="ignore"):
+            s1[b] = xb.sum(axis=1)
+            s2[b] = np.einsum("ij,ij->i", xb, xb)
     # all present flows zero <=> s1 == 0 (a sum of non-negative numbers cannot
     # underflow to 0 unless every term is 0; s2 can, which is handled below)
     zero = (s1 == 0.0) & (n > 0)
@@ -151,7 +157,7 @@ def jain_over_time(
     # squares overflow/underflow would give NaN: recompute them scaled by the row max.
     bad = ~np.isfinite(j)
     if bad.any():
-        xb = x[rows[bad]]
+        xb = np.nan_to_num(m[rows[bad]], nan=0.0)
         xb = xb / xb.max(axis=1, keepdims=True)
         j[bad] = xb.sum(axis=1) ** 2 / (nk[bad] * np.einsum("ij,ij->i", xb, xb))
     j = np.clip(j, 1.0 / nk, 1.0)
@@ -214,9 +220,12 @@ def flow_means(matrix: Any) -> np.ndarray:
     Example: [[10, NaN], [20, 4]] -> (15, 4).
     """
     m = as_matrix(matrix)
-    present = ~np.isnan(m)
-    cnt = present.sum(axis=0)
-    tot = np.where(present, m, 0.0).sum(axis=0)
+    cnt = np.zeros(m.shape[1], dtype=np.int64)
+    tot = np.zeros(m.shape[1])
+    for b in row_blocks(m.shape[0], m.shape[1]):
+        pres = ~np.isnan(m[b])
+        cnt += pres.sum(axis=0)
+        tot += np.where(pres, m[b], 0.0).sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
 

@@ -35,7 +35,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._common import ResultMixin, as_matrix, as_vector, finite_or_none, fmt_num
+from ._common import ResultMixin, as_matrix, as_vector, finite_or_none, fmt_num, row_blocks
 
 #: Default convergence threshold U_c in dB (seed 000 Sec. III-D: -0.46 dB, "equivalent
 #: to an RSR value of 0.90"; 10*log10(0.9) = -0.4576 dB).
@@ -131,7 +131,10 @@ def rsr(throughput: Any, weights: Any = None, *, expected: Any = None) -> np.nda
     if (w <= 0).any():
         raise ValueError("weights must be > 0 (NaN for unknown)")
     r = m * w
-    np.putmask(r, np.abs(r - 1.0) <= _SNAP, 1.0)
+    for b in row_blocks(r.shape[0], r.shape[1]):
+        rb = r[b]
+        with np.errstate(invalid="ignore"):
+            np.putmask(rb, np.abs(rb - 1.0) <= _SNAP, 1.0)
     return r
 
 
@@ -155,13 +158,17 @@ def nru_over_time(
         raise ValueError("floor_db must be finite")
     r = rsr(throughput, weights, expected=expected)
     floor = 10.0 ** (floor_db / 10.0)
-    with np.errstate(invalid="ignore"):
-        floored = r < floor  # NaN compares False: absent is never "floored"
-    np.putmask(r, floored, floor)
-    np.log10(r, out=r)
-    r *= 10.0
+    nfl = np.zeros(r.shape[1], dtype=np.int64)
+    for b in row_blocks(r.shape[0], r.shape[1]):  # in place, block by block (cache-sized)
+        rb = r[b]
+        with np.errstate(invalid="ignore"):
+            floored = rb < floor  # NaN compares False: absent is never "floored"
+        nfl += floored.sum(axis=0)
+        np.putmask(rb, floored, floor)
+        np.log10(rb, out=rb)
+        rb *= 10.0
     if return_floored:
-        return r, floored.sum(axis=0)
+        return r, nfl
     return r
 
 
@@ -268,14 +275,23 @@ def _flow_stats(
     u: np.ndarray, ddof: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-column count, mean and std over present (non-NaN) samples; NaN if undefined."""
-    present = ~np.isnan(u)
-    cnt = present.sum(axis=0)
-    z = np.where(present, u, 0.0)
+    ncol = u.shape[1]
+    cnt = np.zeros(ncol, dtype=np.int64)
+    tot = np.zeros(ncol)
+    blocks = list(row_blocks(u.shape[0], ncol))  # blocked: no full-size temporary
+    for b in blocks:
+        pres = ~np.isnan(u[b])
+        cnt += pres.sum(axis=0)
+        tot += np.where(pres, u[b], 0.0).sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = z.sum(axis=0) / cnt
-        # two-pass variance (accurate when sigma << |mean|)
-        np.subtract(z, mean, out=z, where=present)
-        sq = np.einsum("ij,ij->j", z, z)
+        mean = tot / cnt
+    # second pass: sum of squared deviations (accurate when sigma << |mean|)
+    sq = np.zeros(ncol)
+    for b in blocks:
+        ub = u[b]
+        d = np.where(np.isnan(ub), 0.0, ub - mean)
+        sq += np.einsum("ij,ij->j", d, d)
+    with np.errstate(invalid="ignore", divide="ignore"):
         var = sq / (cnt - ddof)
     var = np.where(cnt - ddof > 0, var, np.nan)
     return cnt, mean, np.sqrt(var)

@@ -240,7 +240,9 @@ def _assemble(parts: list[FilePart], file_labels: list[str]) -> Trace:
         if missing:
             raise IngestError(missing[0], "records no start time, so it cannot be lined up with the other files")
         base = min(p.epoch_s for p in parts)  # type: ignore[type-var]
-        offsets = [float(p.epoch_s) - float(base) for p in parts]  # type: ignore[arg-type]
+        # Rounded to 1 µs: the stamps have at most ms resolution, and Unix seconds as
+        # floats would otherwise leave ~1e-7 s of representation noise in the offsets.
+        offsets = [round(float(p.epoch_s) - float(base), 6) for p in parts]  # type: ignore[arg-type]
         precision = max(p.epoch_precision_s or 0.0 for p in parts)
         how = {"iperf3": "start.timestamp (timemillisecs where present, else timesecs) of each file",
                "iperf2": "the wall-clock stamps of each file's rows"}[parts[0].family]

@@ -119,7 +119,8 @@ def parse(data: bytes, source: str) -> FilePart:
         samples = []
         for r in mine:
             length = r["t1"] - r["t0"]
-            if r["t0"] == 0 and length > 1.5 * interval_s and r is mine[-1]:
+            repeats = any((q["t0"], q["t1"]) == (r["t0"], r["t1"]) for q in samples)
+            if r is mine[-1] and r["t0"] == 0 and (length > 1.5 * interval_s or repeats):
                 end_bps = r["bps"]  # the 0.0-T end-of-test total
                 continue
             samples.append(r)

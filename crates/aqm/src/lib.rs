@@ -37,7 +37,7 @@ mod fq_codel;
 mod pie;
 // mod prto;
 mod red;
-// mod zrtt;
+mod zrtt;
 
 pub use blue::{Blue, BlueConfig};
 pub use choke::{Choke, ChokeConfig};
@@ -49,7 +49,7 @@ pub use fq_codel::{FqCodel, FqCodelConfig};
 pub use pie::{Pie, PieConfig};
 // pub use prto::{Prto, PrtoConfig, PrtoLaw};
 pub use red::{Red, RedConfig};
-// pub use zrtt::{FlowRttView, MarkingLaw, RttAware, RttAwareConfig, RttSource, Zrtt, ZrttConfig, ZrttLaw};
+pub use zrtt::{FlowRttView, MarkingLaw, RttAware, RttAwareConfig, RttSource, Zrtt, ZrttConfig, ZrttLaw};
 pub use netunits::{SimDuration, SimRng, SimTime};
 
 /// What a discipline needs to know about a packet. The packet type itself belongs
@@ -586,6 +586,11 @@ pub static REGISTRY: &[QdiscEntry] = &[
         summary: "PIE (RFC 8033): random early drop with a PI controller on queue delay (from timestamps), auto-tuned gains, burst allowance",
         params: "target=15ms, t_update=15ms, alpha=0.125, beta=1.25, max_burst=150ms, ecn=false, mark_ecn_th=0.1 [RFC 8033 §4, §5.1]",
     },
+    QdiscEntry {
+        name: "zrtt",
+        summary: "ZRTT (Zhang & Ye, seed 002): BLUE with per-flow P_i = (RTT_savg/RTT_i)^alpha * P_b, alpha adapted to P_b^avg",
+        params: "BLUE's (freeze_time=50ms, d1=0.02, d2=0.002, q_lim=100, ecn=true) + rtt_source=\"hint\"|\"passive\", w_rtt=0.1, w_p=0.1, active_window=max(1s, 2*reference_rtt), p_th=0.05, alpha_max=2.0, p_switch=0.02",
+    },
     // -- entries --
 ];
 
@@ -621,6 +626,7 @@ pub fn build<P: Packet + 'static>(name: &str, params: &Params, ctx: &QdiscContex
         "codel" => Box::new(Codel::new(CodelConfig::from_params(&mut r, ctx)?)?),
         "fq_codel" => Box::new(FqCodel::new(FqCodelConfig::from_params(&mut r, ctx)?)?),
         "pie" => Box::new(Pie::new(PieConfig::from_params(&mut r, ctx)?)?),
+        "zrtt" => Box::new(Zrtt::from_config(ZrttConfig::from_params(&mut r, ctx)?)?),
         // -- build arms --
         _ => unreachable!("static_name checked the name"),
     };

@@ -1,0 +1,155 @@
+//! TCP behaviour against independent truths: link capacity, Jain's index of
+//! identical flows, the Mathis/Padhye loss–throughput relation, RTT unfairness
+//! under DropTail, and SACK vs NewReno recovery.
+
+mod common;
+use common::*;
+
+#[test]
+fn one_reno_flow_fills_a_100mbit_link_with_a_bdp_buffer() {
+    let rate = 100_000_000;
+    let mut s = dumbbell(rate, bdp_packets(rate, 100, 1.0), 120);
+    s.flows.push(flow("reno", 100, 0));
+    let out = go(&s);
+    let g: Vec<f64> = goodput(&out, 0, 20, 120).iter().map(|x| x.1).collect();
+    let util = mean(&g) / payload_capacity(rate, 1448);
+    // With a buffer of one BDP, Reno's halved window still fills the pipe
+    // (Appenzeller et al.): the link never idles after slow start.
+    assert!(util >= 0.95, "utilisation {util:.3}");
+    assert!(util <= 1.0 + 1e-3, "cannot exceed the link: {util:.4}");
+    assert_eq!(out.totals.flows[0].rtos, 0, "no timeouts in steady Reno");
+}
+
+#[test]
+fn two_reno_flows_at_equal_rtt_share_fairly() {
+    // Seed 001 set-up: 100 Mb/s, RTT 100 ms split equally, buffer = 100% BDP,
+    // 300 s, flow 2 starts at 30 s, J(t) averaged over 60–300 s.
+    let rate = 100_000_000;
+    let mut s = dumbbell(rate, bdp_packets(rate, 100, 1.0), 300);
+    s.start_jitter_ns = 10 * MS;
+    s.flows.push(flow("reno", 100, 0));
+    s.flows.push(flow("reno", 100, 30));
+    let out = go(&s);
+    let j = mean_jain(&out, 2, 60, 300);
+    assert!(j >= 0.95, "mean J(t) = {j:.3}");
+    let total: f64 = (0..2).map(|f| mean(&goodput(&out, f, 60, 300).iter().map(|x| x.1).collect::<Vec<_>>())).sum();
+    assert!(total / payload_capacity(rate, 1448) > 0.95, "the pair still fills the link");
+}
+
+/// Mathis et al. (1997): B = MSS/RTT · sqrt(3/(2p)) for one loss per 1/p packets,
+/// with the window growing one MSS per RTT (byte counting makes delayed ACKs not
+/// matter, RFC 3465).
+fn mathis_bps(mss: f64, rtt_s: f64, p: f64) -> f64 {
+    mss * 8.0 / rtt_s * (1.5 / p).sqrt()
+}
+
+/// Padhye et al. (1998) full model with b = 1 and timeout T0.
+fn padhye_bps(mss: f64, rtt_s: f64, p: f64, t0_s: f64) -> f64 {
+    let b = 1.0;
+    let denom = rtt_s * (2.0 * b * p / 3.0).sqrt() + t0_s * (3.0 * (3.0 * b * p / 8.0).sqrt()).min(1.0) * p * (1.0 + 32.0 * p * p);
+    mss * 8.0 / denom
+}
+
+fn random_loss_goodput(p: f64, duration_s: u64) -> (f64, f64, f64) {
+    // A fast link with a deep buffer: the random loss, not the queue, limits the flow.
+    let rate = 1_000_000_000;
+    let mut s = dumbbell(rate, 100_000, duration_s);
+    s.bottleneck.loss_rate = p;
+    s.seed = 7;
+    s.flows.push(flow("reno", 100, 0));
+    let out = go(&s);
+    let g: Vec<f64> = goodput(&out, 0, 60, duration_s).iter().map(|x| x.1).collect();
+    assert_eq!(out.totals.drops_by_reason.iter().sum::<u64>(), 0, "no queue drops");
+    assert!(out.totals.drops_random > 0);
+    let measured = mean(&g);
+    // RTO ≈ SRTT + 200 ms floor (Linux-style RTO; see rtt.rs)
+    (measured, mathis_bps(1448.0, 0.1, p), padhye_bps(1448.0, 0.1, p, 0.3))
+}
+
+fn assert_loss_model(p: f64, duration_s: u64) {
+    let (m, mathis, padhye) = random_loss_goodput(p, duration_s);
+    let ok = |model: f64| (m / model - 1.0).abs() <= 0.20;
+    assert!(
+        ok(mathis) || ok(padhye),
+        "p = {p}: measured {:.3} Mb/s, Mathis {:.3}, Padhye {:.3}",
+        m / 1e6,
+        mathis / 1e6,
+        padhye / 1e6
+    );
+}
+
+#[test]
+fn random_loss_1e_4_matches_mathis_or_padhye() {
+    assert_loss_model(1e-4, 1500);
+}
+
+#[test]
+fn random_loss_1e_3_matches_mathis_or_padhye() {
+    assert_loss_model(1e-3, 1000);
+}
+
+#[test]
+fn random_loss_1e_2_matches_mathis_or_padhye() {
+    assert_loss_model(1e-2, 1000);
+}
+
+#[test]
+fn reno_throughput_ratio_grows_with_rtt_ratio_under_droptail() {
+    let rate = 100_000_000;
+    let mut ratios = Vec::new();
+    for short in [100u64, 50, 25] {
+        let mut s = dumbbell(rate, bdp_packets(rate, 100, 1.0), 200);
+        s.start_jitter_ns = 10 * MS;
+        s.flows.push(flow("reno", short, 0));
+        s.flows.push(flow("reno", 100, 0));
+        let out = go(&s);
+        let a = mean(&goodput(&out, 0, 40, 200).iter().map(|x| x.1).collect::<Vec<_>>());
+        let b = mean(&goodput(&out, 1, 40, 200).iter().map(|x| x.1).collect::<Vec<_>>());
+        ratios.push(a / b);
+        eprintln!("rtt {short} vs 100: ratio {:.3}", a / b);
+    }
+    // Equal RTTs share about equally; a shorter RTT wins more (AIMD's RTT bias,
+    // throughput ∝ 1/RTT^a with 1 ≤ a ≤ 2 under synchronised DropTail loss).
+    assert!((ratios[0] - 1.0).abs() < 0.5, "equal RTT ratio {:.2}", ratios[0]);
+    assert!(ratios[1] > ratios[0] && ratios[2] > ratios[1], "ratios {ratios:?}");
+    assert!(ratios[2] > 1.5, "4× RTT ratio gives {:.2}", ratios[2]);
+}
+
+/// A slow-start overshoot into a small buffer loses many packets of one window.
+fn overshoot(sack: bool) -> netsim::RunOutput {
+    let rate = 100_000_000;
+    let mut s = dumbbell(rate, 60, 20);
+    s.interval_ns = 10 * MS;
+    let mut f = flow("reno", 100, 0);
+    f.sack = sack;
+    s.flows.push(f);
+    go(&s)
+}
+
+fn first_recovery_duration_ns(out: &netsim::RunOutput) -> u64 {
+    let f = &out.flows;
+    let idx: Vec<usize> = (0..f.t_ns.len()).filter(|&i| f.state[i] == netsim::FlowState::Recovery as u8).collect();
+    assert!(!idx.is_empty(), "the overshoot must cause a recovery");
+    // contiguous run of recovery samples from the first one
+    let mut n = 1;
+    while n < idx.len() && idx[n] == idx[0] + n {
+        n += 1;
+    }
+    n as u64 * 10 * MS
+}
+
+#[test]
+fn sack_recovers_a_multi_loss_window_in_about_one_rtt_where_newreno_takes_one_rtt_per_loss() {
+    let sack = overshoot(true);
+    let reno = overshoot(false);
+    let drops_sack = sack.totals.drops_by_reason[0];
+    let drops_reno = reno.totals.drops_by_reason[0];
+    assert!(drops_sack >= 10 && drops_reno >= 10, "many losses in one window: {drops_sack}, {drops_reno}");
+    assert_eq!(sack.totals.flows[0].rtos, 0, "SACK needs no timeout");
+    let t_sack = first_recovery_duration_ns(&sack);
+    let t_reno = first_recovery_duration_ns(&reno);
+    // RFC 6675 repairs all holes of the window within ~1-2 RTTs (plus queueing);
+    // RFC 6582 repairs one hole per RTT (a partial ACK per retransmission).
+    assert!(t_sack <= 400 * MS, "SACK recovery took {} ms", t_sack / MS);
+    assert!(t_reno >= 5 * t_sack, "NewReno {} ms vs SACK {} ms", t_reno / MS, t_sack / MS);
+}

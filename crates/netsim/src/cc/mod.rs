@@ -295,6 +295,7 @@ impl std::fmt::Debug for CcEntry {
 // Algorithm modules: one file each (BBR may be a directory). Add `pub mod x;` here
 // and one `CcEntry` in REGISTRY below.
 // -- modules --
+pub mod westwood;
 mod seg_reno;
 pub mod vegas;
 pub mod htcp;
@@ -315,6 +316,12 @@ mod testkit;
 /// whose AIMD lives in `crate::dccp`, selected by the scenario layer.
 pub static REGISTRY: &[CcEntry] = &[
     // -- entries --
+    CcEntry {
+        name: "westwood",
+        summary: "TCP Westwood+ (Mascolo et al. 2001, Grieco & Mascolo 2004; Linux tcp_westwood.c): ssthresh = BWE·RTTmin on loss",
+        params: westwood::WestwoodConfig::PARAMS,
+        build: westwood::Westwood::build,
+    },
     CcEntry {
         name: "vegas",
         summary: "TCP Vegas (Brakmo & Peterson 1995; Linux tcp_vegas.c, paper's diff = cwnd·(RTT−BaseRTT)/RTT)",

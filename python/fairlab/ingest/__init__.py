@@ -17,7 +17,7 @@ Read this first:
 - Several files are lined up by the absolute start time each records (iperf3
   ``start.timestamp``, iperf2 row stamps), then shifted so the EARLIEST flow
   starts at t = 0. Sample time t is the END of its interval. The precision of
-  this alignment is in ``meta["alignment"]`` (1 s for iperf3 < 3.18, which writes
+  this alignment is in ``meta["alignment"]`` (1 s for iperf3 < 3.20, which writes
   whole seconds only). iperf2 stamps are local time with no zone, so iperf2 files
   are not mixed with iperf3 ones; plain tables carry no clock and are not mixed
   with either.
@@ -250,7 +250,7 @@ def _assemble(parts: list[FilePart], file_labels: list[str]) -> Trace:
                      "offsets_s": {p.source: round(o, 6) for p, o in zip(parts, offsets)}}
         if precision >= 1.0:
             notes.append(f"files were lined up by start times recorded in whole seconds, so flow start times are "
-                         f"good to about ±{precision:g} s (iperf3 writes milliseconds from 3.18 on)")
+                         f"good to about ±{precision:g} s (iperf3 writes milliseconds from 3.20 on)")
 
     sample_parts, flow_rows = [], []
     flow_id = 0

@@ -3,7 +3,7 @@
 Read this first — what iperf3 writes (checked against real files from iperf 3.12
 and 3.21, see examples/README.md) and what we take from it:
 
-- ``start.timestamp``: ``timesecs`` (Unix seconds, whole) and, from 3.18 on,
+- ``start.timestamp``: ``timesecs`` (Unix seconds, whole) and, from 3.20 on,
   ``timemillisecs``. iperf3 stamps it when the control connection is made
   (``iperf_on_connect``), a few round trips before the first interval starts.
   Several files are lined up on it, so the alignment precision is 1 s with

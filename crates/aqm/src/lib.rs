@@ -33,9 +33,9 @@ mod codel;
 // mod csfq;
 mod droptail;
 mod fq_codel;
-// mod mrtt;
+mod mrtt;
 mod pie;
-// mod prto;
+mod prto;
 mod red;
 mod zrtt;
 
@@ -45,9 +45,9 @@ pub use codel::{Codel, CodelConfig};
 // pub use csfq::{Csfq, CsfqConfig};
 pub use droptail::{DropTail, DropTailConfig, Limit};
 pub use fq_codel::{FqCodel, FqCodelConfig};
-// pub use mrtt::{Mrtt, MrttConfig, MrttLaw};
+pub use mrtt::{Mrtt, MrttConfig, MrttLaw};
 pub use pie::{Pie, PieConfig};
-// pub use prto::{Prto, PrtoConfig, PrtoLaw};
+pub use prto::{Prto, PrtoConfig, PrtoLaw};
 pub use red::{Red, RedConfig};
 pub use zrtt::{FlowRttView, MarkingLaw, RttAware, RttAwareConfig, RttSource, Zrtt, ZrttConfig, ZrttLaw};
 pub use netunits::{SimDuration, SimRng, SimTime};
@@ -591,6 +591,16 @@ pub static REGISTRY: &[QdiscEntry] = &[
         summary: "ZRTT (Zhang & Ye, seed 002): BLUE with per-flow P_i = (RTT_savg/RTT_i)^alpha * P_b, alpha adapted to P_b^avg",
         params: "BLUE's (freeze_time=50ms, d1=0.02, d2=0.002, q_lim=100, ecn=true) + rtt_source=\"hint\"|\"passive\", w_rtt=0.1, w_p=0.1, active_window=max(1s, 2*reference_rtt), p_th=0.05, alpha_max=2.0, p_switch=0.02",
     },
+    QdiscEntry {
+        name: "mrtt",
+        summary: "MRTT (after Matsuda et al. 2002, as seed 002 re-implements it): BLUE with P_i = (RTT_savg/RTT_i)^alpha * P_b, fixed alpha",
+        params: "BLUE's and ZRTT's RTT parameters (rtt_source, w_rtt, w_p, active_window) + alpha=2.0",
+    },
+    QdiscEntry {
+        name: "prto",
+        summary: "PRTO (after Habib et al. 2002, as seed 002 re-implements it): BLUE with P_i equalising Padhye-model throughput (RTT and RTO aware)",
+        params: "BLUE's and ZRTT's RTT parameters (rtt_source, w_rtt, w_p, active_window) + b=1, rto_min=200ms",
+    },
     // -- entries --
 ];
 
@@ -627,6 +637,8 @@ pub fn build<P: Packet + 'static>(name: &str, params: &Params, ctx: &QdiscContex
         "fq_codel" => Box::new(FqCodel::new(FqCodelConfig::from_params(&mut r, ctx)?)?),
         "pie" => Box::new(Pie::new(PieConfig::from_params(&mut r, ctx)?)?),
         "zrtt" => Box::new(Zrtt::from_config(ZrttConfig::from_params(&mut r, ctx)?)?),
+        "mrtt" => Box::new(Mrtt::from_config(MrttConfig::from_params(&mut r, ctx)?)?),
+        "prto" => Box::new(Prto::from_config(PrtoConfig::from_params(&mut r, ctx)?)?),
         // -- build arms --
         _ => unreachable!("static_name checked the name"),
     };

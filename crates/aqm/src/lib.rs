@@ -30,7 +30,7 @@
 mod blue;
 mod choke;
 mod codel;
-// mod csfq;
+mod csfq;
 mod droptail;
 mod fq_codel;
 mod mrtt;
@@ -42,7 +42,7 @@ mod zrtt;
 pub use blue::{Blue, BlueConfig};
 pub use choke::{Choke, ChokeConfig};
 pub use codel::{Codel, CodelConfig};
-// pub use csfq::{Csfq, CsfqConfig};
+pub use csfq::{Csfq, CsfqConfig};
 pub use droptail::{DropTail, DropTailConfig, Limit};
 pub use fq_codel::{FqCodel, FqCodelConfig};
 pub use mrtt::{Mrtt, MrttConfig, MrttLaw};
@@ -601,6 +601,11 @@ pub static REGISTRY: &[QdiscEntry] = &[
         summary: "PRTO (after Habib et al. 2002, as seed 002 re-implements it): BLUE with P_i equalising Padhye-model throughput (RTT and RTO aware)",
         params: "BLUE's and ZRTT's RTT parameters (rtt_source, w_rtt, w_p, active_window) + b=1, rto_min=200ms",
     },
+    QdiscEntry {
+        name: "csfq",
+        summary: "CSFQ (Stoica, Shenker, Zhang 1998), edge and core in one node: per-flow rate estimate, fair share alpha, drop with max(0, 1 - alpha/r)",
+        params: "k=100ms, k_alpha=200ms, k_c=200ms, overflow_decrease=0.01 (capacity = the scenario's rate)",
+    },
     // -- entries --
 ];
 
@@ -639,6 +644,7 @@ pub fn build<P: Packet + 'static>(name: &str, params: &Params, ctx: &QdiscContex
         "zrtt" => Box::new(Zrtt::from_config(ZrttConfig::from_params(&mut r, ctx)?)?),
         "mrtt" => Box::new(Mrtt::from_config(MrttConfig::from_params(&mut r, ctx)?)?),
         "prto" => Box::new(Prto::from_config(PrtoConfig::from_params(&mut r, ctx)?)?),
+        "csfq" => Box::new(Csfq::new(CsfqConfig::from_params(&mut r, ctx)?)?),
         // -- build arms --
         _ => unreachable!("static_name checked the name"),
     };

@@ -363,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     except RecordError as exc:
         print(f"record_iperf: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("record_iperf: interrupted; everything it created was removed", file=sys.stderr)
+        return 130
     print(f"recorded {len(manifest['files'])} files into {args.out}")  # type: ignore[arg-type]
     return 0
 

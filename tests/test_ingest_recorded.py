@@ -9,6 +9,7 @@ The committed recordings in examples/recordings/ are tested regardless
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -42,8 +43,10 @@ def recorded() -> Path:
     before = {n for n in _namespaces() if n.startswith(PREFIX)}
     if OUT.exists():
         shutil.rmtree(OUT)
-    proc = subprocess.run([sys.executable, str(RECORDER), "--out", str(OUT), "--set", "quick"],
-                          capture_output=True, text=True, timeout=120)
+    cmd = [sys.executable, str(RECORDER), "--out", str(OUT), "--set", "quick"]
+    if os.environ.get("FAIRLAB_IPERF3_STREAM"):  # an iperf3 >= 3.17 for the --json-stream file
+        cmd += ["--iperf3-stream", os.environ["FAIRLAB_IPERF3_STREAM"]]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     after = {n for n in _namespaces() if n.startswith(PREFIX)}
     assert after <= before, f"the recorder left namespaces behind: {sorted(after - before)}"
     if proc.returncode != 0:
@@ -98,6 +101,6 @@ def test_fresh_iperf2(recorded):
 def test_fresh_json_stream(recorded):
     p = recorded / "iperf3_stream_P2.jsonl"
     if not p.exists():
-        pytest.skip("the installed iperf3 has no --json-stream (needs >= 3.17); the committed "
-                    "examples/recordings/iperf3_stream_P2.jsonl is tested instead")
+        pytest.skip("the installed iperf3 has no --json-stream (needs >= 3.17; point FAIRLAB_IPERF3_STREAM at one); "
+                    "the committed examples/recordings/iperf3_stream_P2.jsonl is tested instead")
     assert len(load(p).flows) == 2

@@ -149,14 +149,18 @@ def parse_document(doc: Any, source: str, *, fmt: str) -> FilePart:
         raise IngestError(source, "has intervals but no stream in any of them, so there is nothing to import")
 
     # ---- omitted (-O) intervals
+    by_ix: dict[int, list[dict[str, Any]]] = {}
+    for i, st in rows:
+        by_ix.setdefault(i, []).append(st)
     omitted_ix = sorted({i for i, st in rows if st.get("omitted") is True})
-    kept_ix = [i for i in range(len(intervals)) if i not in set(omitted_ix) and intervals[i]["streams"]]
+    omitted_set = set(omitted_ix)
+    kept_ix = [i for i in sorted(by_ix) if i not in omitted_set]
     if not kept_ix:
         raise IngestError(source, f"has only omitted (-O) intervals ({len(omitted_ix)}), so no measured data")
     omit_offset = 0.0
     if omitted_ix:
-        last_omit_end = max(float(st["end"]) for i, st in rows if i == omitted_ix[-1])
-        first_kept_start = min(float(st["start"]) for i, st in rows if i == kept_ix[0])
+        last_omit_end = max(float(st["end"]) for st in by_ix[omitted_ix[-1]])
+        first_kept_start = min(float(st["start"]) for st in by_ix[kept_ix[0]])
         # iperf3 resets its interval clock when the omit period ends (seen in 3.12 and 3.21).
         if first_kept_start < last_omit_end - 1e-3:
             omit_offset = last_omit_end
@@ -165,7 +169,7 @@ def parse_document(doc: Any, source: str, *, fmt: str) -> FilePart:
                      f"were shifted by {omit_offset:.3f} s onto the test's own timeline")
 
     # ---- reporting interval and the short remainder at the end
-    durations = {i: [float(st["seconds"]) for j, st in rows if j == i] for i in kept_ix}
+    durations = {i: [float(st["seconds"]) for st in by_ix[i]] for i in kept_ix}
     declared = ts.get("interval")
     if isinstance(declared, (int, float)) and declared > 0:
         interval_s = float(declared)
@@ -175,30 +179,30 @@ def parse_document(doc: Any, source: str, *, fmt: str) -> FilePart:
     last = kept_ix[-1]
     last_len = max(durations[last])
     if len(kept_ix) > 1 and last_len < REMAINDER_FRACTION * interval_s:
-        lo = min(float(st["start"]) for i, st in rows if i == last) + omit_offset
-        hi = max(float(st["end"]) for i, st in rows if i == last) + omit_offset
+        lo = min(float(st["start"]) for st in by_ix[last]) + omit_offset
+        hi = max(float(st["end"]) for st in by_ix[last]) + omit_offset
         notes.append(f"{source}: dropped the final {last_len:.3f}-s remainder interval ({lo:.3f}-{hi:.3f} s), "
                      f"shorter than half the {interval_s:g}-s reporting interval; a rate over a few ms is noise")
         kept_ix = kept_ix[:-1]
     kept = set(kept_ix)
 
     # ---- streams: one flow each, in order of first appearance
-    order: list[int] = []
-    for _, st in rows:
-        if int(st["socket"]) not in order:
-            order.append(int(st["socket"]))
+    per_socket: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+    for i, st in rows:  # dicts keep insertion order: streams in order of first appearance
+        per_socket.setdefault(int(st["socket"]), []).append((i, st))
+    order = list(per_socket)
     end_summary = _end_summaries(end, protocol, source)
     sender_cca = end.get("sender_tcp_congestion") if isinstance(end.get("sender_tcp_congestion"), str) else None
     flows: list[FlowPart] = []
     for n, sock in enumerate(order, 1):
-        mine = [(i, st) for i, st in rows if int(st["socket"]) == sock]
+        mine = per_socket[sock]
         sending = _sending(mine[0][1], role, ts)
         cols: dict[str, list[Any]] = {k: [] for k in ("t", "throughput_bps", "cwnd_bytes", "srtt_s", "rttvar_s",
                                                        "retransmits")}
         for i, st in mine:
             if i not in kept:
                 continue
-            cols["t"].append(float(st["end"]) + (omit_offset if i not in set(omitted_ix) else 0.0))
+            cols["t"].append(float(st["end"]) + omit_offset)
             cols["throughput_bps"].append(float(st["bits_per_second"]))
             tcp_sender = protocol == "TCP" and sending
             cols["cwnd_bytes"].append(_positive(st.get("snd_cwnd")) if tcp_sender else math.nan)
@@ -252,6 +256,11 @@ def parse_document(doc: Any, source: str, *, fmt: str) -> FilePart:
                      "end_receiver_bps holds what the receiver got")
     if not end_summary:
         notes.append(f"{source}: the end summary is missing, so end_sender_bps and end_receiver_bps are unknown")
+    if protocol == "UDP" and len(order) > 1:
+        notes.append(f"{source}: iperf3's UDP end summary gives no per-stream receiver totals, so end_receiver_bps "
+                     "is NaN for each of the streams")
+    if "server_output_json" in doc or "server_output_text" in doc:
+        notes.append(f"{source}: ignored the server's own report embedded by --get-server-output")
     if role == "server":
         notes.append(f"{source}: a server-side file: iperf3's server does not learn the client's own totals, "
                      "so the summary side it did not measure is NaN")

@@ -295,6 +295,7 @@ impl std::fmt::Debug for CcEntry {
 // Algorithm modules: one file each (BBR may be a directory). Add `pub mod x;` here
 // and one `CcEntry` in REGISTRY below.
 // -- modules --
+pub mod lp;
 pub mod westwood;
 mod seg_reno;
 pub mod vegas;
@@ -316,6 +317,12 @@ mod testkit;
 /// whose AIMD lives in `crate::dccp`, selected by the scenario layer.
 pub static REGISTRY: &[CcEntry] = &[
     // -- entries --
+    CcEntry {
+        name: "lp",
+        summary: "TCP-LP low-priority (Kuzmanovic & Knightly 2003; Linux tcp_lp.c), RTT as the one-way-delay proxy",
+        params: lp::LpConfig::PARAMS,
+        build: lp::Lp::build,
+    },
     CcEntry {
         name: "westwood",
         summary: "TCP Westwood+ (Mascolo et al. 2001, Grieco & Mascolo 2004; Linux tcp_westwood.c): ssthresh = BWE·RTTmin on loss",

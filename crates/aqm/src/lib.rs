@@ -762,3 +762,165 @@ impl<'a> ParamReader<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod registry_tests {
+    //! Invariants every discipline in [`REGISTRY`] must keep, checked through `build`.
+    use super::testing::TestPacket;
+    use super::*;
+    use rand::Rng;
+
+    fn ctx(limit: Limit) -> QdiscContext {
+        QdiscContext {
+            limit,
+            rate_bps: 10_000_000,
+            mean_packet_bytes: 1000,
+            reference_rtt: SimDuration::from_millis(100),
+        }
+    }
+
+    /// What one run of the random workload produced, in order.
+    #[derive(Debug, PartialEq)]
+    struct Log {
+        verdicts: Vec<Verdict>,
+        out: Vec<u64>,
+        dropped: Vec<(u64, DropReason)>,
+    }
+
+    /// An overloaded random workload: 8 flows, sizes 64..=1500 B, a mix of ECN-capable
+    /// packets and RTT hints, enqueue with probability 0.6 per step, time moving
+    /// 0..2 ms per step; then a drain. Checks conservation and returns the log.
+    fn random_run(name: &str, limit: Limit, seed: u64) -> Log {
+        let c = ctx(limit);
+        let mut q = Accounted::new(build::<TestPacket>(name, &Params::new(), &c).unwrap());
+        let mut work = netunits::rng_stream(seed, 1);
+        let mut rng = netunits::rng_stream(seed, 2);
+        let (mut dropped, mut marked) = (Vec::new(), Vec::new());
+        let mut log = Log { verdicts: Vec::new(), out: Vec::new(), dropped: Vec::new() };
+        let (mut offered, mut offered_bytes, mut out_bytes) = (0u64, 0u64, 0u64);
+        let mut t = SimTime::ZERO;
+        let mut id = 0;
+        for step in 0..30_000 {
+            t += SimDuration::from_micros(work.random_range(0..2000));
+            let enqueue = work.random_bool(0.6);
+            if enqueue || step % 1000 == 999 {
+                let flow = work.random_range(0..8u32);
+                let mut p = TestPacket::new(id, flow, work.random_range(64..=1500));
+                p.meta.ecn_capable = work.random_bool(0.5);
+                p.meta.rtt_hint_us = Some(20_000 * (flow + 1));
+                p.meta.passive_rtt_us = p.meta.rtt_hint_us;
+                id += 1;
+                offered += 1;
+                offered_bytes += u64::from(p.meta.bytes);
+                log.verdicts.push(q.enqueue(t, p, &mut rng, &mut dropped));
+            } else if let Some(p) = q.dequeue(t, &mut rng, &mut dropped, &mut marked) {
+                out_bytes += u64::from(p.meta.bytes);
+                log.out.push(p.id);
+            }
+            for (p, r) in dropped.drain(..) {
+                log.dropped.push((p.id, r));
+            }
+        }
+        // Drain.
+        let mut guard = 0;
+        while q.len_packets::<TestPacket>() > 0 {
+            t += SimDuration::from_millis(1);
+            if let Some(p) = q.dequeue(t, &mut rng, &mut dropped, &mut marked) {
+                out_bytes += u64::from(p.meta.bytes);
+                log.out.push(p.id);
+            }
+            for (p, r) in dropped.drain(..) {
+                log.dropped.push((p.id, r));
+            }
+            guard += 1;
+            assert!(guard < 1_000_000, "{name}: drain does not end");
+        }
+        assert_eq!(q.len_bytes::<TestPacket>(), 0, "{name}: empty queue holds bytes");
+        // Every offered packet left exactly once: sent or dropped.
+        let mut seen = vec![0u8; offered as usize];
+        for i in log.out.iter().chain(log.dropped.iter().map(|(i, _)| i)) {
+            seen[*i as usize] += 1;
+        }
+        assert!(seen.iter().all(|s| *s == 1), "{name}: a packet was lost or duplicated");
+        // Bytes: offered = dequeued + dropped; the wrapper's counters agree.
+        let k = q.counters();
+        let dropped_bytes: u64 = k.drop_bytes.iter().sum();
+        assert_eq!(offered_bytes, out_bytes + dropped_bytes, "{name}: bytes not conserved");
+        assert_eq!(k.dequeued_bytes, out_bytes, "{name}");
+        assert_eq!(k.total_drops(), log.dropped.len() as u64, "{name}");
+        assert_eq!(k.enqueued_packets + log.verdicts.iter().filter(|v| matches!(v, Verdict::Drop(_))).count() as u64, offered);
+        // Admitted = dequeued + dropped after admission (+ queued, now 0).
+        let arrival_drop_bytes = offered_bytes - k.enqueued_bytes;
+        assert_eq!(k.enqueued_bytes, k.dequeued_bytes + (dropped_bytes - arrival_drop_bytes), "{name}: admitted bytes");
+        assert!(k.total_drops() > 0, "{name}: the workload should overload the queue");
+        log
+    }
+
+    #[test]
+    fn every_discipline_conserves_bytes_under_a_random_workload() {
+        for e in REGISTRY {
+            for limit in [Limit::Packets(50), Limit::Bytes(60_000)] {
+                random_run(e.name, limit, 11);
+            }
+        }
+    }
+
+    #[test]
+    fn same_seed_same_decisions() {
+        for e in REGISTRY {
+            let a = random_run(e.name, Limit::Packets(50), 5);
+            let b = random_run(e.name, Limit::Packets(50), 5);
+            assert_eq!(a, b, "{}: two runs with one seed differ", e.name);
+        }
+    }
+
+    #[test]
+    fn every_entry_builds_with_defaults_and_reports_its_name() {
+        for e in REGISTRY {
+            let q = build::<TestPacket>(e.name, &Params::new(), &ctx(Limit::Packets(100))).unwrap();
+            assert_eq!(q.name(), e.name);
+            assert!(!e.params.is_empty() && !e.summary.is_empty());
+        }
+    }
+
+    #[test]
+    fn unknown_names_and_parameters_are_refused_with_the_allowed_values() {
+        let e = build::<TestPacket>("sfq", &Params::new(), &ctx(Limit::Packets(100))).err().unwrap();
+        assert!(e.to_string().contains("fq_codel") && e.to_string().contains("zrtt"), "{e}");
+        for entry in REGISTRY {
+            let mut p = Params::new();
+            p.insert("no_such_knob".into(), serde_json::json!(1));
+            let e = build::<TestPacket>(entry.name, &p, &ctx(Limit::Packets(100))).err().unwrap();
+            assert!(e.to_string().contains("no_such_knob"), "{}: {e}", entry.name);
+        }
+    }
+
+    #[test]
+    fn every_documented_parameter_is_accepted() {
+        // Each `name=` in an entry's `params` line must be a key `build` accepts with its
+        // documented default.
+        for e in REGISTRY {
+            for key in e.params.split([',', ' ', '(', ')', '+', '[']).filter_map(|w| w.split_once('=').map(|(k, _)| k)) {
+                let key = key.trim();
+                if key.is_empty() {
+                    continue;
+                }
+                let q = build::<TestPacket>(e.name, &Params::new(), &ctx(Limit::Packets(100))).unwrap();
+                drop(q);
+                let mut p = Params::new();
+                // Any value of the right type will do: try the types in turn.
+                let ok = [serde_json::json!(true), serde_json::json!(0.05), serde_json::json!(50_000_000u64), serde_json::json!("hint")]
+                    .into_iter()
+                    .any(|v| {
+                        p.insert(key.to_string(), v);
+                        match build::<TestPacket>(e.name, &p, &ctx(Limit::Packets(100))) {
+                            Ok(_) => true,
+                            Err(BuildError::Config(c)) => c.param != "(unknown parameter)",
+                            Err(_) => false,
+                        }
+                    });
+                assert!(ok, "{}: documented parameter `{key}` is unknown to build", e.name);
+            }
+        }
+    }
+}

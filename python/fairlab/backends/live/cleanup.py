@@ -1,0 +1,167 @@
+"""Remove what live runs left behind — by name prefix only.
+
+Only things named ``fl-<hex>-<role>`` (`netns.OWNED_NAME_RE`) are ever touched:
+
+1. processes: those whose network namespace IS one of those namespaces (matched by
+   the namespace's inode, as `ip netns pids` does), and iperf3/linkem processes whose
+   command line names a run directory or file ``fl-<hex>`` (a run's children carry its
+   id there, so they are found even after their namespace lost its name). SIGTERM,
+   a grace period, then SIGKILL.
+2. the namespaces themselves (deleting one deletes every interface inside it);
+3. interfaces with such a name in the ROOT namespace (a run never creates one, but
+   an interrupted veth move could leave one).
+
+``run_id`` narrows all three to one run. Anything else — a namespace called
+``decoy``, ``fl-notes``, ``fl-xyz-s0`` (not hex) — is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from dataclasses import dataclass, field
+
+from .netns import NETNS_DIR, OWNED_NAME_RE, list_namespaces, owner, remove_namespace
+
+#: A run id inside a command line (a path component or file name starting with it).
+_CMDLINE_RUN_RE = re.compile(r"(?:^|[/\s=])(fl-[0-9a-f]{4,8})(?:-|/|\s|$)")
+#: Executables a run starts; a cmdline match is trusted only for these.
+_OUR_TOOLS = ("iperf3", "linkem")
+
+
+@dataclass
+class CleanupReport:
+    """What was removed (or would be, with ``dry_run``)."""
+
+    processes: list[tuple[int, str]] = field(default_factory=list)
+    namespaces: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.processes or self.namespaces or self.links)
+
+
+def _mine(name: str, run_id: str | None) -> bool:
+    o = owner(name)
+    return o is not None and (run_id is None or o == run_id)
+
+
+def owned_namespaces(run_id: str | None = None) -> list[str]:
+    """Named namespaces belonging to live runs (to ``run_id`` if given)."""
+    return [n for n in list_namespaces() if _mine(n, run_id)]
+
+
+def owned_processes(run_id: str | None = None) -> list[tuple[int, str]]:
+    """(pid, command line) of processes belonging to live runs."""
+    ns_inodes: dict[tuple[int, int], str] = {}
+    for n in owned_namespaces(run_id):
+        try:
+            st = os.stat(os.path.join(NETNS_DIR, n))
+            ns_inodes[(st.st_dev, st.st_ino)] = n
+        except OSError:
+            continue
+    me = os.getpid()
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        pid = int(entry)
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+        except OSError:
+            continue
+        if not argv:
+            continue  # kernel thread or already gone
+        cmd = " ".join(argv)
+        hit = False
+        try:
+            st = os.stat(f"/proc/{pid}/ns/net")
+            hit = (st.st_dev, st.st_ino) in ns_inodes
+        except OSError:
+            pass
+        if not hit and os.path.basename(argv[0]) in _OUR_TOOLS:
+            ids = _CMDLINE_RUN_RE.findall(cmd)
+            hit = any(run_id is None or i == run_id for i in ids)
+        if hit:
+            out.append((pid, cmd))
+    return out
+
+
+def owned_root_links(run_id: str | None = None) -> list[str]:
+    """Interfaces in the root namespace named like a live run's."""
+    try:
+        names = os.listdir("/sys/class/net")
+    except OSError:
+        return []
+    return sorted(n for n in names if _mine(n, run_id))
+
+
+def cleanup(run_id: str | None = None, *, dry_run: bool = False, grace: float = 2.0) -> CleanupReport:
+    """Remove live-run leftovers (of ``run_id`` only, if given). Safe to call any
+    time; a run's own ``finally`` calls it with its id."""
+    if run_id is not None and not re.fullmatch(r"fl-[0-9a-f]{4,8}", run_id):
+        raise ValueError(f"{run_id!r} is not a live run id (fl- followed by 4 to 8 hex digits)")
+    rep = CleanupReport(processes=owned_processes(run_id), namespaces=owned_namespaces(run_id),
+                        links=owned_root_links(run_id))
+    if dry_run:
+        return rep
+    _kill([pid for pid, _ in rep.processes], grace, rep)
+    for n in rep.namespaces:
+        try:
+            remove_namespace(n)
+        except OSError as exc:
+            rep.errors.append(f"namespace {n}: {exc}")
+    if rep.links:
+        from pyroute2 import IPRoute
+
+        with IPRoute() as ip:
+            for name in rep.links:
+                try:
+                    idx = ip.link_lookup(ifname=name)
+                    if idx:
+                        ip.link("del", index=idx[0])
+                except Exception as exc:  # noqa: BLE001 - a vanished link is fine, anything else is reported
+                    if "No such device" not in str(exc):
+                        rep.errors.append(f"link {name}: {exc}")
+    return rep
+
+
+def _kill(pids: list[int], grace: float, rep: CleanupReport) -> None:
+    for pid in pids:
+        _send(pid, signal.SIGTERM, rep)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.02)
+    for pid in pids:
+        if _alive(pid):
+            _send(pid, signal.SIGKILL, rep)
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.02)
+
+
+def _send(pid: int, sig: int, rep: CleanupReport) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+    except PermissionError as exc:
+        rep.errors.append(f"pid {pid}: {exc}")
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (a zombie holds no namespace)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+        return state != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+__all__ = ["CleanupReport", "cleanup", "owned_namespaces", "owned_processes", "owned_root_links", "OWNED_NAME_RE"]

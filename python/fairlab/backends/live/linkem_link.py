@@ -1,0 +1,203 @@
+"""The userspace emulation path: `linkem` bridges the router namespace's ports.
+
+linkem (crates/linkem) is an L2 bridge over AF_PACKET between the per-sender ports
+and the receiver port. It adds each sender port's one-way delay in both directions
+(so a flow's base RTT is twice it; we give it rtt/2 — the scenario splits the RTT
+equally both ways), serialises the forward direction at the bottleneck rate through
+the same `aqm` queue discipline the simulator uses, prints ``ready`` once bound,
+and writes one JSON line per sample interval (cumulative drops and marks). It exits
+0 on SIGTERM after a final line. Its contract is fixed; see docs/live.md.
+
+Where the binary is, in this order: ``$FAIRLAB_LINKEM``; ``linkem`` under
+``$CARGO_TARGET_DIR/release``; ``target/release/linkem`` under the workspace's
+target directory as `cargo metadata` reports it; the repository's
+``target/release/linkem``; ``linkem`` on PATH.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import LiveError
+from .netns import Dumbbell
+from .procs import Child, Children
+
+#: The repository root (python/fairlab/backends/live/ → four levels up).
+REPO_ROOT = Path(__file__).resolve().parents[4]
+#: Seconds to wait for linkem's ``ready``.
+READY_TIMEOUT_S = 10.0
+
+
+def find_linkem() -> tuple[str | None, str]:
+    """(path or None, how it was found / where we looked)."""
+    env = os.environ.get("FAIRLAB_LINKEM")
+    if env:
+        if os.access(env, os.X_OK):
+            return env, "from $FAIRLAB_LINKEM"
+        return None, f"$FAIRLAB_LINKEM={env} is not an executable file"
+    looked: list[str] = []
+    candidates: list[tuple[Path, str]] = []
+    if os.environ.get("CARGO_TARGET_DIR"):
+        candidates.append((Path(os.environ["CARGO_TARGET_DIR"]) / "release" / "linkem", "under $CARGO_TARGET_DIR"))
+    tdir = _cargo_target_dir()
+    if tdir is not None:
+        candidates.append((tdir / "release" / "linkem", "under cargo metadata's target_directory"))
+    candidates.append((REPO_ROOT / "target" / "release" / "linkem", "in the repository's target/release"))
+    for path, how in candidates:
+        looked.append(str(path))
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path), how
+    onpath = shutil.which("linkem")
+    if onpath:
+        return onpath, "on PATH"
+    return None, ("not found (looked in " + ", ".join(dict.fromkeys(looked)) + " and PATH; build it with "
+                  "`cargo build --release -p linkem` or set FAIRLAB_LINKEM)")
+
+
+def _cargo_target_dir() -> Path | None:
+    if shutil.which("cargo") is None or not (REPO_ROOT / "Cargo.toml").exists():
+        return None
+    try:
+        cp = subprocess.run(["cargo", "metadata", "--format-version", "1", "--no-deps", "--offline"],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=30, check=False)
+        if cp.returncode == 0:
+            return Path(json.loads(cp.stdout)["target_directory"])
+    except (OSError, subprocess.TimeoutExpired, ValueError, KeyError):
+        pass
+    return None
+
+
+def linkem_version(binary: str) -> str | None:
+    """What ``linkem --version`` prints, or None."""
+    try:
+        cp = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    out = (cp.stdout or cp.stderr).strip().splitlines()
+    return out[0] if cp.returncode == 0 and out else None
+
+
+def known_qdiscs() -> list[str] | None:
+    """Queue disciplines linkem can run: the `aqm` crate's name table, read through
+    the compiled core when it exposes it (linkem links the same crate), else None."""
+    try:
+        from ...._core import qdisc_registry  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return [row[0] for row in qdisc_registry()]
+
+
+def config(resolved: dict[str, Any], topo: Dumbbell, *, seed: int) -> dict[str, Any]:
+    """linkem's ``--config`` document for a resolved scenario on this topology."""
+    flows = resolved["flows"]
+    bn = resolved["bottleneck"]
+    mean_pkt = int(round(float(np.mean([f["mss"] + 52 for f in flows]))))
+    return {
+        "run_id": topo.run_id,
+        "sender_ports": [
+            {"iface": port, "one_way_delay_ns": int(f["rtt_ns"]) // 2}
+            for port, f in zip(topo.router_sender_ports, flows)
+        ],
+        "receiver_port": {"iface": topo.router_receiver_port},
+        "rate_bps": int(bn["rate_bps"]),
+        "reverse_rate_bps": None,
+        "buffer": dict(bn["buffer"]),
+        "qdisc": bn["qdisc"],
+        "params": dict(bn["params"]),
+        "seed": int(seed) % (2**64),
+        "sample_interval_ns": int(resolved["interval_ns"]),
+        "mean_packet_bytes": mean_pkt,
+        "reference_rtt_ns": int(bn["reference_rtt_ns"]),
+    }
+
+
+def start(children: Children, binary: str, topo: Dumbbell, cfg: dict[str, Any], run_dir: Path) -> tuple[Child, float]:
+    """Write the config, start linkem in the router namespace and wait for
+    ``ready``. Returns the child and the wall-clock time (Unix s) it became ready.
+    Its stdout goes to a file (a pipe nobody drains could block it mid-run)."""
+    cfg_path = run_dir / "linkem-config.json"
+    stats_path = run_dir / "linkem-stats.jsonl"
+    cfg_path.write_text(json.dumps(cfg, indent=1))
+    argv = [binary, "--config", str(cfg_path), "--stats", str(stats_path)]
+    child = children.start("linkem", topo.router_ns, argv, stdout=run_dir / "linkem.stdout",
+                           stderr=run_dir / "linkem.stderr")
+    return child, _wait_ready(child)
+
+
+def _wait_ready(child: Child) -> float:
+    assert child.stdout_path is not None
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            text = child.stdout_path.read_text(errors="replace")
+        except FileNotFoundError:
+            text = ""
+        if any(line.strip() == "ready" for line in text.splitlines()):
+            return time.time()
+        if child.popen.poll() is not None:
+            break
+        time.sleep(0.01)
+    child.popen.poll()
+    tail = child.stderr_tail()
+    if child.popen.returncode is not None:
+        raise LiveError(f"linkem exited with code {child.popen.returncode} before it was ready: {tail or 'no message'}")
+    raise LiveError(f"linkem did not print `ready` within {READY_TIMEOUT_S:g} s{': ' + tail if tail else ''}")
+
+
+def read_stats(path: Path) -> pd.DataFrame:
+    """linkem's stats lines as a frame (cumulative counters as written). A cut-off
+    last line (linkem killed mid-write) is dropped."""
+    rows = []
+    if not path.exists():
+        return pd.DataFrame()
+    lines = path.read_text(errors="replace").splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:
+                break
+            raise LiveError(f"{path}: line {i + 1} is not JSON, so linkem's stats cannot be read") from None
+    return pd.DataFrame(rows)
+
+
+def bottleneck_samples(stats: pd.DataFrame, *, zero_offset_s: float, run: int, interval_s: float,
+                       end_s: float) -> pd.DataFrame | None:
+    """Trace bottleneck rows from linkem stats: queue bytes/packets at each sample,
+    drops and marks DURING the interval (differences of linkem's cumulative counts).
+    ``zero_offset_s`` is linkem's t_ns = 0 on the trace's clock."""
+    if stats.empty or "t_ns" not in stats.columns:
+        return None
+    s = stats.sort_values("t_ns").reset_index(drop=True)
+    t = s["t_ns"].to_numpy(dtype=float) / 1e9 + zero_offset_s
+    drops = s["drops"].to_numpy(dtype=np.int64) if "drops" in s else np.zeros(len(s), np.int64)
+    marks = s["marks"].to_numpy(dtype=np.int64) if "marks" in s else np.zeros(len(s), np.int64)
+    out = pd.DataFrame({
+        "run": run,
+        "t": t,
+        "queue_bytes": s["queue_bytes"].astype(float) if "queue_bytes" in s else np.nan,
+        "queue_pkts": s["queue_pkts"].astype(float) if "queue_pkts" in s else np.nan,
+        "drops": np.diff(drops, prepend=0),
+        "marks": np.diff(marks, prepend=0),
+    })
+    for col in ("forwarded_pkts", "forwarded_bytes"):
+        if col in s:
+            out[col] = np.diff(s[col].to_numpy(dtype=np.int64), prepend=0)
+    if "drops_by_reason" in s:
+        reasons = pd.DataFrame(list(s["drops_by_reason"].apply(lambda d: d if isinstance(d, dict) else {})))
+        for col in reasons.columns:
+            out[f"drops_{col}"] = np.diff(reasons[col].fillna(0).to_numpy(dtype=np.int64), prepend=0)
+    keep = (out["t"] > 1e-9) & (out["t"] <= end_s + interval_s)
+    out = out[keep].reset_index(drop=True)
+    return out if not out.empty else None

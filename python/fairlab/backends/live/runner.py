@@ -1,0 +1,576 @@
+"""`run_live`: one scenario, one run, on real Linux TCP in network namespaces.
+
+Read this first — the order of a run:
+
+1. Preflight (no side effects): root, pyroute2, iperf3, `ip`/`ethtool`, every flow's
+   congestion control in the kernel, an emulation path that can express the
+   scenario (`choose_path`). Each failure is a `LiveError` with one sentence.
+2. Set-up, all named after a fresh run id ``fl-<4 hex>``: the dumbbell
+   (`netns.build_dumbbell`), per-namespace sysctls (socket buffers, ECN, SACK), per-
+   flow route metrics (initcwnd, quickack), the emulated link (`kernel_link` or
+   `linkem_link`), and one ``iperf3 -s -1`` per flow in the receiver namespace.
+3. Traffic: each client starts at its flow's ``start`` plus a start jitter drawn
+   from the run's seeded RNG, and runs until its ``stop`` (or the end of the run),
+   writing ``flow-K.json`` in the run directory.
+4. Collection: `fairlab.ingest.load` reads the client files; the runner re-aligns
+   them on its own launch clock (iperf3 < 3.18 stamps whole seconds only, see
+   `_realign`), adds linkem's bottleneck samples and the run's metadata.
+5. ``finally`` — on success, error, exception and Ctrl-C alike: every child is
+   stopped (SIGTERM to its process group, then SIGKILL), then everything named after
+   the run id is removed (`cleanup.cleanup(run_id)`). SIGINT/SIGTERM are ignored
+   while that happens so a second Ctrl-C cannot interrupt the clean-up itself.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...scenario import Scenario
+from ...trace import Trace
+from . import capabilities, iperf, kernel_link, linkem_link
+from .cleanup import cleanup as cleanup_run
+from .errors import NO_IPERF3, NOT_ROOT, LiveError
+from .netns import HEADER_BYTES, Dumbbell, add_host_route, build_dumbbell, new_run_id, run_in, set_sysctls
+from .procs import Child, Children
+
+#: A warning is raised when the flows' summed goodput is below this share of the rate.
+GOODPUT_WARN_FRACTION = 0.9
+#: Stream id of the start-jitter RNG, derived from (seed, this) — STYLE.md §9.
+START_JITTER_STREAM = 0x5354_4A49  # "STJI"
+#: Seconds between scheduling the first client and scenario time 0 (servers are up by then).
+LEAD_S = 0.3
+#: Kernel defaults kept as the min and default of tcp_rmem/tcp_wmem (seed 003 keeps them too).
+RMEM_MIN_DEFAULT = (4096, 131072)
+WMEM_MIN_DEFAULT = (4096, 16384)
+
+#: Emulation path names.
+PATHS = ("auto", "kernel", "linkem")
+
+
+@dataclass(frozen=True)
+class LiveProgress:
+    """What `run_live` reports to its ``progress`` callback."""
+
+    stage: str  # "setup", "running", "collecting", "done"
+    run_id: str
+    elapsed_s: float
+    total_s: float
+    message: str = ""
+
+
+@dataclass
+class PathChoice:
+    """The emulation path and why it was chosen."""
+
+    path: str  # "kernel" or "linkem"
+    why: str
+    linkem: str | None = None
+
+
+@dataclass
+class _Flow:
+    index: int
+    label: str
+    spec: dict[str, Any]
+    offset_s: float  # start + jitter, seconds after scenario time 0
+    seconds: int
+    port: int
+    logfile: Path
+    child: Child | None = None
+    launched_epoch: float | None = None
+    server: Child | None = None
+
+
+@dataclass
+class _Run:
+    run_id: str
+    children: Children = field(default_factory=Children)
+    linkem: Child | None = None
+
+
+# --------------------------------------------------------------------- preflight
+def preflight(scenario: Scenario, caps: capabilities.Capabilities | None = None, *, emulation: str = "auto") -> PathChoice:
+    """Check everything a live run needs without touching the system; return the
+    emulation path or raise `LiveError` with the first problem."""
+    if not caps:
+        caps = capabilities.probe(qdiscs=os.geteuid() == 0)
+    if not caps.root:
+        raise LiveError(NOT_ROOT)
+    if caps.pyroute2 is None:
+        raise LiveError("pyroute2 is not installed, and live runs build their namespaces with it; install it: pip install pyroute2")
+    if caps.iperf3 is None:
+        raise LiveError(NO_IPERF3)
+    for tool in ("ip", "ethtool", "sysctl"):
+        if caps.tools.get(tool) is None:
+            pkg = {"ip": "iproute2", "ethtool": "ethtool", "sysctl": "procps"}[tool]
+            raise LiveError(f"`{tool}` is not installed, and live runs need it; install it: apt-get install {pkg}")
+    resolved = scenario.resolve()
+    for cca in dict.fromkeys(f["cca"] for f in resolved["flows"]):
+        if cca not in caps.ccas:
+            avail = " ".join(caps.ccas) or "(none)"
+            if cca == "ccid2":
+                raise LiveError(f"flow congestion control 'ccid2' is DCCP's CCID 2, and DCCP was removed from Linux 6.x, so "
+                                f"it cannot run live; this kernel offers (/proc/sys/net/ipv4/tcp_available_congestion_control): "
+                                f"{avail}; use --backend sim for ccid2")
+            raise LiveError(f"flow congestion control {cca!r} is not available in this kernel; "
+                            f"/proc/sys/net/ipv4/tcp_available_congestion_control lists: {avail} "
+                            f"(load its module, e.g. modprobe tcp_{cca}, or use --backend sim)")
+    n = len(resolved["flows"])
+    if n > 253:
+        raise LiveError(f"a live run takes at most 253 flows (one sender namespace each on one /24); this scenario has {n}")
+    interval_s = resolved["interval_ns"] / 1e9
+    if not iperf.MIN_INTERVAL_S <= interval_s <= iperf.MAX_INTERVAL_S:
+        raise LiveError(f"iperf3 reports every 0.1 to 60 s, so a live run cannot sample every {interval_s:g} s; change `interval`")
+    return choose_path(resolved, caps, emulation)
+
+
+def choose_path(resolved: dict[str, Any], caps: capabilities.Capabilities, emulation: str = "auto") -> PathChoice:
+    """The kernel path when the probe found every qdisc the scenario needs (and the
+    scenario's qdisc has a faithful kernel translation), else linkem; ``emulation``
+    forces one. Raises `LiveError` saying what is missing when neither can."""
+    if emulation not in PATHS:
+        raise LiveError(f"emulation path {emulation!r} is not one of {', '.join(PATHS)}")
+    req = kernel_link.requirements(resolved)
+    if req.unsupported:
+        kernel_no = req.unsupported
+    elif caps.tools.get("tc") is None:
+        kernel_no = "`tc` (iproute2) is missing"
+    else:
+        missing = kernel_link.missing_qdiscs(req, caps.qdiscs)
+        kernel_no = f"the kernel lacks the {', '.join(missing)} qdisc(s)" if missing else None
+        if not caps.qdiscs:
+            kernel_no = f"the kernel's qdiscs could not be probed ({caps.qdisc_probe_error})"
+    qdisc = resolved["bottleneck"]["qdisc"]
+    linkem_no: str | None = None
+    if caps.linkem is None:
+        linkem_no = f"no linkem binary ({caps.linkem_how})"
+    else:
+        known = linkem_link.known_qdiscs()
+        if known is not None and qdisc not in known:
+            linkem_no = f"linkem does not know the qdisc {qdisc!r} (it knows: {', '.join(known)})"
+    if emulation == "kernel":
+        if kernel_no:
+            raise LiveError(f"the kernel emulation path was asked for but cannot run this scenario: {kernel_no}")
+        return PathChoice("kernel", "asked for (--emulation kernel)")
+    if emulation == "linkem":
+        if linkem_no:
+            raise LiveError(f"the linkem emulation path was asked for but cannot run this scenario: {linkem_no}")
+        return PathChoice("linkem", "asked for (--emulation linkem)", caps.linkem)
+    if kernel_no is None:
+        return PathChoice("kernel", f"the kernel has every qdisc this scenario needs ({', '.join(req.qdiscs)})")
+    if linkem_no is None:
+        return PathChoice("linkem", f"kernel path unusable: {kernel_no}", caps.linkem)
+    raise LiveError(f"neither emulation path can run this scenario: kernel: {kernel_no}; linkem: {linkem_no}")
+
+
+# --------------------------------------------------------------------- the run
+def run_live(
+    scenario: Scenario,
+    *,
+    seed: int,
+    run_index: int = 0,
+    progress: Callable[[LiveProgress], None] | None = None,
+    run_dir: str | os.PathLike[str] | None = None,
+    emulation: str = "auto",
+) -> Trace:
+    """Run ``scenario`` once on real TCP and return its `Trace`.
+
+    ``seed`` drives every random choice of the run (start jitter; linkem's qdisc
+    RNG). ``run_index`` is the trace's ``run`` column. ``run_dir`` keeps the raw
+    files (iperf3 JSON, linkem config and stats) under ``run_dir/<run id>/``;
+    without it they go to a temporary directory that is removed afterwards.
+    ``emulation`` is "auto", "kernel" or "linkem". Needs root; see docs/live.md.
+    """
+    caps = capabilities.probe(qdiscs=os.geteuid() == 0)
+    choice = preflight(scenario, caps, emulation=emulation)
+    resolved = scenario.resolve(seed=seed)
+    run = _Run(run_id=new_run_id())
+    keep = run_dir is not None
+    base = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="fairlab-live-"))
+    rdir = base / run.run_id
+    rdir.mkdir(parents=True, exist_ok=True)
+    owner_pid = os.getpid()
+    restore = _install_signal_handlers()
+    try:
+        return _run(scenario, resolved, caps, choice, run, rdir, seed=seed, run_index=run_index, progress=progress)
+    except LiveError as exc:
+        if exc.run_id is None:
+            exc.run_id = run.run_id
+        raise
+    finally:
+        if os.getpid() != owner_pid:
+            # A library's forked helper (pyroute2 forks to enter a namespace) that
+            # unwound into this frame must not clean up the parent's run.
+            os._exit(1)
+        _ignore_signals()
+        try:
+            run.children.stop_all(grace=2.0)
+            leftover = cleanup_run(run.run_id)
+            if leftover.errors:
+                import warnings
+
+                warnings.warn(f"live run {run.run_id}: clean-up problems: {'; '.join(leftover.errors)}", stacklevel=2)
+        finally:
+            if not keep:
+                shutil.rmtree(base, ignore_errors=True)
+            restore()
+
+
+def _install_signal_handlers() -> Callable[[], None]:
+    """SIGINT and SIGTERM raise KeyboardInterrupt in the main thread, so the run's
+    ``finally`` always runs (SIGTERM's default would kill without it)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    owner_pid = os.getpid()
+
+    def _raise(signum: int, frame: Any) -> None:
+        if os.getpid() != owner_pid:
+            # A forked helper (pyroute2's namespace child) inherits this handler;
+            # there the signal keeps its default meaning.
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in old:
+        signal.signal(s, _raise)
+
+    def restore() -> None:
+        for s, h in old.items():
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
+
+    return restore
+
+
+def _ignore_signals() -> None:
+    if threading.current_thread() is threading.main_thread():
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, signal.SIG_IGN)
+
+
+def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabilities, choice: PathChoice,
+         run: _Run, rdir: Path, *, seed: int, run_index: int,
+         progress: Callable[[LiveProgress], None] | None) -> Trace:
+    t_setup = time.monotonic()
+    duration_s = resolved["duration_ns"] / 1e9
+    interval_s = resolved["interval_ns"] / 1e9
+    labels = [label for label, _ in scenario.expanded_flows()]
+    specs = resolved["flows"]
+    notes: list[str] = []
+    warn: list[str] = []
+
+    def report(stage: str, elapsed: float, message: str = "") -> None:
+        if progress is not None:
+            progress(LiveProgress(stage, run.run_id, elapsed, duration_s, message))
+
+    # ---- topology
+    mtus = [int(f["mss"]) + HEADER_BYTES for f in specs]
+    topo = build_dumbbell(run.run_id, mtus)
+    sysctls = _apply_sysctls(resolved, topo)
+    routes = _apply_routes(resolved, topo)
+
+    # ---- emulated link
+    link_meta: dict[str, Any]
+    linkem_ready_epoch: float | None = None
+    if choice.path == "kernel":
+        link_meta = kernel_link.setup(resolved, topo, caps.qdiscs)
+    else:
+        assert choice.linkem is not None
+        cfg = linkem_link.config(resolved, topo, seed=seed)
+        run.linkem, linkem_ready_epoch = linkem_link.start(run.children, choice.linkem, topo, cfg, rdir)
+        link_meta = {"linkem_config": cfg, "linkem_argv": run.linkem.argv}
+
+    # ---- flows: offsets from the seeded RNG, servers, then clients on schedule
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), START_JITTER_STREAM]))
+    jitter_ns = int(resolved["start_jitter_ns"])
+    flows: list[_Flow] = []
+    for k, (label, f) in enumerate(zip(labels, specs)):
+        jit = int(rng.integers(0, jitter_ns + 1)) if jitter_ns > 0 else 0
+        start_ns = int(f["start_ns"]) + jit
+        stop_ns = int(f["stop_ns"]) if f["stop_ns"] is not None else int(resolved["duration_ns"])
+        secs = iperf.seconds_for(int(f["start_ns"]), stop_ns)
+        if abs(secs - (stop_ns - int(f["start_ns"])) / 1e9) > 1e-6:
+            notes.append(f"flow {label}: iperf3 runs whole seconds, so it sends for {secs} s, not "
+                         f"{(stop_ns - int(f['start_ns'])) / 1e9:g} s")
+        flows.append(_Flow(index=k, label=label, spec=f, offset_s=start_ns / 1e9, seconds=secs,
+                           port=iperf.BASE_PORT + k, logfile=rdir / f"flow-{k}.json"))
+        if f["params"]:
+            notes.append(f"flow {label}: congestion-control params {sorted(f['params'])} are not applied live "
+                         "(kernel module parameters are global to the host)")
+    binary = caps.iperf3
+    assert binary is not None
+    for fl in flows:
+        fl.server = run.children.start(f"server-{fl.index}", topo.receiver.ns,
+                                       iperf.server_args(binary, fl.port, rdir / f"server-{fl.index}.json"),
+                                       stderr=rdir / f"server-{fl.index}.stderr")
+    _wait_listening(topo, [fl.port for fl in flows], run)
+    report("setup", 0.0, f"namespaces, {choice.path} link and {len(flows)} iperf3 server(s) up "
+                         f"in {time.monotonic() - t_setup:.2f} s")
+
+    t0 = time.monotonic() + LEAD_S
+    t0_epoch = time.time() + LEAD_S
+    grace = 5.0 + 4 * max(f["rtt_ns"] for f in specs) / 1e9
+    deadline = t0 + max(fl.offset_s + fl.seconds for fl in flows) + grace
+    pending = sorted(flows, key=lambda x: x.offset_s)
+    last_report = -1.0
+    while True:
+        now = time.monotonic()
+        while pending and now >= t0 + pending[0].offset_s:
+            fl = pending.pop(0)
+            spec = iperf.ClientSpec(server_ip=topo.receiver.ip, port=fl.port, cca=fl.spec["cca"], interval_s=interval_s,
+                                    seconds=fl.seconds, nbytes=fl.spec["bytes"], window=fl.spec["rwnd_bytes"])
+            fl.launched_epoch = time.time()
+            fl.child = run.children.start(f"client-{fl.index}", topo.senders[fl.index].ns,
+                                          iperf.client_args(binary, spec, fl.logfile),
+                                          stderr=rdir / f"flow-{fl.index}.stderr")
+            now = time.monotonic()
+        started = [fl for fl in flows if fl.child is not None]
+        for fl in started:
+            rc = fl.child.popen.poll()  # type: ignore[union-attr]
+            if rc not in (None, 0):
+                raise LiveError(f"flow {fl.label}'s iperf3 client failed (exit code {rc}): {_client_error(fl)}")
+        if run.linkem is not None and run.linkem.popen.poll() is not None:
+            raise LiveError(f"linkem stopped in the middle of the run (exit code {run.linkem.popen.returncode}): "
+                            f"{run.linkem.stderr_tail() or 'no message'}")
+        if not pending and all(fl.child.popen.poll() == 0 for fl in started):  # type: ignore[union-attr]
+            break
+        if now > deadline:
+            late = [fl.label for fl in started if fl.child.popen.poll() is None]  # type: ignore[union-attr]
+            raise LiveError(f"flow(s) {', '.join(late)} did not finish by the end of the run plus {grace:.0f} s "
+                            "(a --bytes transfer too large for the duration, or a stalled path); lengthen `duration`")
+        elapsed = now - t0
+        if elapsed - last_report >= min(1.0, interval_s):
+            report("running", max(0.0, elapsed))
+            last_report = elapsed
+        wait = 0.05 if not pending else min(0.05, max(0.0, t0 + pending[0].offset_s - time.monotonic()))
+        time.sleep(wait)
+
+    # ---- stop the link and the servers, collect
+    report("collecting", time.monotonic() - t0)
+    for fl in flows:
+        if fl.server is not None:
+            run.children.stop(fl.server, grace=2.0)
+    linkem_rc = None
+    if run.linkem is not None:
+        linkem_rc = run.children.stop(run.linkem, grace=5.0)
+        if linkem_rc not in (0, None):
+            warn.append(f"linkem exited with code {linkem_rc} when stopped: {run.linkem.stderr_tail()}")
+    trace = _collect(flows, labels, t0_epoch, run_index)
+
+    # ---- bottleneck samples (linkem's t_ns counts from when it printed `ready`)
+    bottleneck = None
+    if linkem_ready_epoch is not None:
+        stats = linkem_link.read_stats(rdir / "linkem-stats.jsonl")
+        bottleneck = linkem_link.bottleneck_samples(stats, zero_offset_s=linkem_ready_epoch - t0_epoch, run=run_index,
+                                                    interval_s=interval_s, end_s=duration_s)
+        if bottleneck is None:
+            warn.append("linkem wrote no stats, so the trace has no bottleneck samples")
+    else:
+        notes.append("kernel path: no router-side bottleneck samples (tc counters are not sampled)")
+
+    # ---- goodput check and metadata
+    rate = float(resolved["bottleneck"]["rate_bps"])
+    achieved, frac = _achieved_goodput(trace, flows, interval_s, rate)
+    if achieved is not None and frac < GOODPUT_WARN_FRACTION:
+        warn.append(f"the flows together achieved {achieved / 1e6:.3g} Mbit/s, {100 * frac:.0f}% of the configured "
+                    f"{rate / 1e6:.3g} Mbit/s bottleneck: the {choice.path} path could not sustain the rate on this "
+                    "machine (or the flows were window-limited), so throughputs are not the bottleneck's shares")
+    meta = dict(trace.meta)
+    meta_notes = list(meta.get("notes", [])) + notes + warn
+    meta.update({
+        "backend": "live",
+        "run_id": run.run_id,
+        "seed": int(seed),
+        "run_index": int(run_index),
+        "scenario": scenario.name,
+        "resolved_scenario": resolved,
+        "emulation": {"path": choice.path, "why": choice.why, **link_meta},
+        "kernel": caps.kernel,
+        "tool": "iperf3",
+        "tool_versions": {"iperf3": caps.iperf3_version, "linkem": caps.linkem_version if choice.path == "linkem" else None,
+                          "pyroute2": caps.pyroute2},
+        "topology": topo.describe(),
+        "sysctls": sysctls,
+        "routes": routes,
+        "clients": [{"label": fl.label, "argv": fl.child.argv if fl.child else None, "offset_s": fl.offset_s,
+                     "launched_epoch": fl.launched_epoch} for fl in flows],
+        "t0_epoch": t0_epoch,
+        "interval_s": interval_s,
+        "duration_s": duration_s,
+        "achieved_goodput_bps": achieved,
+        "warnings": warn,
+        "notes": meta_notes,
+        "not_emulated": ["access_rate (senders' veths are not rate-limited)", "host_jitter",
+                         "delack_timeout (the kernel's own delayed-ACK timer applies)"],
+        "run_dir": str(rdir),
+    })
+    out = Trace.from_frames(trace.samples, trace.flows, bottleneck, meta)
+    report("done", duration_s, "; ".join(warn))
+    return out
+
+
+# --------------------------------------------------------------------- set-up helpers
+def socket_buffer_max(resolved: dict[str, Any], rtt_ns: int) -> int:
+    """Default tcp_rmem/tcp_wmem maximum for a path: 2·BDP as seed 003 sets it, with
+    the BDP counted at a full bottleneck buffer (rate × RTT / 8 + buffer bytes), so
+    neither socket buffer limits a flow before the bottleneck queue does."""
+    rate = int(resolved["bottleneck"]["rate_bps"])
+    bdp = rate * rtt_ns / 8e9 + kernel_link.buffer_bytes(resolved)
+    return int(math.ceil(2 * bdp))
+
+
+def _apply_sysctls(resolved: dict[str, Any], topo: Dumbbell) -> dict[str, dict[str, str]]:
+    """Per-namespace TCP sysctls; returns exactly what was written, by namespace."""
+    out: dict[str, dict[str, str]] = {}
+    rx_max = 0
+    for s, f in zip(topo.senders, resolved["flows"]):
+        m = socket_buffer_max(resolved, int(f["rtt_ns"]))
+        rx_max = max(rx_max, m)
+        v = {
+            "net.ipv4.tcp_rmem": f"{RMEM_MIN_DEFAULT[0]} {RMEM_MIN_DEFAULT[1]} {m}",
+            "net.ipv4.tcp_wmem": f"{WMEM_MIN_DEFAULT[0]} {WMEM_MIN_DEFAULT[1]} {m}",
+            "net.ipv4.tcp_ecn": "1" if f["ecn"] else "0",
+            "net.ipv4.tcp_sack": "1" if f["sack"] else "0",
+            "net.ipv4.tcp_no_metrics_save": "1",
+        }
+        if f["rwnd_bytes"]:
+            v["net.core.wmem_max"] = str(max(int(f["rwnd_bytes"]), 212992))
+        set_sysctls(s.ns, v)
+        out[s.ns] = v
+    rwnds = [int(f["rwnd_bytes"]) for f in resolved["flows"] if f["rwnd_bytes"]]
+    v = {
+        "net.ipv4.tcp_rmem": f"{RMEM_MIN_DEFAULT[0]} {RMEM_MIN_DEFAULT[1]} {rx_max}",
+        "net.ipv4.tcp_wmem": f"{WMEM_MIN_DEFAULT[0]} {WMEM_MIN_DEFAULT[1]} {rx_max}",
+        "net.ipv4.tcp_ecn": "2",  # accept ECN when a sender asks (the kernel default)
+        "net.ipv4.tcp_sack": "1",
+        "net.ipv4.tcp_no_metrics_save": "1",
+    }
+    if rwnds:
+        v["net.core.rmem_max"] = str(max(max(rwnds), 212992))
+        v["net.core.wmem_max"] = str(max(max(rwnds), 212992))
+    set_sysctls(topo.receiver.ns, v)
+    out[topo.receiver.ns] = v
+    return out
+
+
+def _apply_routes(resolved: dict[str, Any], topo: Dumbbell) -> list[dict[str, Any]]:
+    """initcwnd on each sender's route to the receiver; quickack on the receiver's
+    route back when a flow turns delayed ACKs off."""
+    out = []
+    for s, f in zip(topo.senders, resolved["flows"]):
+        m = {"RTAX_INITCWND": int(f["initial_cwnd"])}
+        add_host_route(s.ns, s.ifname, topo.receiver.ip, m)
+        out.append({"ns": s.ns, "dst": topo.receiver.ip, "metrics": m})
+        if not f["delayed_ack"]:
+            q = {"RTAX_QUICKACK": 1}
+            add_host_route(topo.receiver.ns, topo.receiver.ifname, s.ip, q)
+            out.append({"ns": topo.receiver.ns, "dst": s.ip, "metrics": q})
+    return out
+
+
+def _wait_listening(topo: Dumbbell, ports: list[int], run: _Run, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    want = set(ports)
+    while True:
+        have = iperf.listening_ports(run_in(topo.receiver.ns, ["ss", "-Htln"], what="list listening sockets"))
+        if want <= have:
+            return
+        dead = [c for c in run.children.items if c.name.startswith("server-") and c.popen.poll() is not None]
+        if dead:
+            raise LiveError(f"iperf3 server {dead[0].name} exited at start: {dead[0].stderr_tail() or 'no message'}")
+        if time.monotonic() > deadline:
+            raise LiveError(f"iperf3 server port(s) {sorted(want - have)} were not listening after {timeout:g} s")
+        time.sleep(0.02)
+
+
+def _client_error(fl: _Flow) -> str:
+    try:
+        doc = json.loads(fl.logfile.read_text())
+        if isinstance(doc, dict) and doc.get("error"):
+            return str(doc["error"])
+    except (OSError, ValueError):
+        pass
+    return (fl.child.stderr_tail() if fl.child else "") or "no message"
+
+
+# --------------------------------------------------------------------- collection
+def _collect(flows: list[_Flow], labels: list[str], t0_epoch: float, run_index: int) -> Trace:
+    from ...ingest import IngestError, load
+
+    paths = [str(fl.logfile) for fl in flows]
+    try:
+        tr = load(paths, labels=labels)
+    except IngestError as exc:
+        raise LiveError(f"an iperf3 result of this run could not be read: {exc}") from None
+    return _realign(tr, flows, t0_epoch, run_index)
+
+
+def _realign(tr: Trace, flows: list[_Flow], t0_epoch: float, run_index: int) -> Trace:
+    """Put every flow on the run's own clock: t = 0 is scenario time 0 (when a flow
+    with start 0 and no jitter launches), and a flow's samples are shifted so its
+    test starts when the runner launched it. `fairlab.ingest` lines files up on
+    ``start.timestamp``, which iperf3 < 3.18 writes in whole seconds, so two flows
+    launched 5 ms apart across a second boundary would land 1 s apart; the runner's
+    launch clock is good to the client's start-up time (a few ms plus the TCP and
+    iperf3 handshakes, a few RTTs)."""
+    samples = tr.samples.copy()
+    fl_table = tr.flows.copy()
+    for fl in flows:
+        row = fl_table.index[fl_table["label"] == fl.label]
+        if len(row) != 1:
+            raise LiveError(f"the iperf3 file of flow {fl.label} holds {len(row)} flows, expected exactly one")
+        fid = int(fl_table.loc[row[0], "flow"])
+        launched = (fl.launched_epoch or t0_epoch) - t0_epoch
+        shift = launched - float(fl_table.loc[row[0], "start_s"])
+        samples.loc[samples["flow"] == fid, "t"] += shift
+        fl_table.loc[row[0], "start_s"] = launched
+        fl_table.loc[row[0], "configured_start_s"] = fl.spec["start_ns"] / 1e9
+        fl_table.loc[row[0], "min_rtt_s"] = fl_table.loc[row[0], "rtt_s"]
+        fl_table.loc[row[0], "rtt_s"] = fl.spec["rtt_ns"] / 1e9
+        fl_table.loc[row[0], "ecn"] = bool(fl.spec["ecn"])
+        fl_table.loc[row[0], "mss"] = int(fl.spec["mss"])
+        if pd.isna(fl_table.loc[row[0], "cca"]):
+            fl_table.loc[row[0], "cca"] = fl.spec["cca"]
+    fl_table["mss"] = fl_table["mss"].astype("int64")
+    fl_table["ecn"] = fl_table["ecn"].astype(bool)
+    samples["run"] = run_index
+    meta = dict(tr.meta)
+    meta["alignment"] = {"method": "the runner's launch clock (time each iperf3 client was started)",
+                         "precision_s": "a few ms plus the client's TCP and iperf3 handshakes (a few RTTs)",
+                         "ingest_alignment": tr.meta.get("alignment")}
+    meta["notes"] = [n for n in meta.get("notes", []) if "lined up by start times recorded in whole seconds" not in n]
+    return Trace.from_frames(samples, fl_table, None, meta)
+
+
+def _achieved_goodput(trace: Trace, flows: list[_Flow], interval_s: float, rate_bps: float) -> tuple[float | None, float]:
+    """Mean summed throughput while every backlogged flow (no --bytes) runs, leaving
+    out the first second (slow start), and its share of ``rate_bps``; (None, 1.0)
+    when there is no such span."""
+    backlogged = [fl for fl in flows if fl.spec["bytes"] is None]
+    if not backlogged:
+        return None, 1.0
+    lo = max(fl.offset_s for fl in backlogged) + max(interval_s, 1.0)
+    hi = min(fl.offset_s + fl.seconds for fl in backlogged)
+    if hi - lo < interval_s:
+        return None, 1.0
+    m = trace.window(lo, hi + 0.5 * interval_s).matrix()
+    if m.empty:
+        return None, 1.0
+    total = float(m.sum(axis=1, min_count=1).mean())
+    return total, total / rate_bps

@@ -51,19 +51,19 @@ def check_round_trip(tr, rows, unit):
     got = tr.to_pandas()
     assert len(got) == len(rows)
     assert sorted(tr.flows["label"]) == sorted({f for _, f, _ in rows})
-    shifts = set()
+    shifts = []
     for flow in {f for _, f, _ in rows}:
-        want = sorted((t, v) for t, f, v in rows if f == flow)
+        want = np.array(sorted((t, v) for t, f, v in rows if f == flow))
         mine = got[got["label"] == flow].sort_values("t")
         assert len(mine) == len(want)
-        for (t, v), (_, r) in zip(want, mine.iterrows()):
-            shifts.add(round(t - r["t"], 6))
-            assert r["throughput_bps"] == pytest.approx(v * FACTOR[unit], rel=1e-12, abs=1e-300)
+        shifts.extend(np.round(want[:, 0] - mine["t"].to_numpy(), 6).tolist())
+        assert np.allclose(mine["throughput_bps"].to_numpy(), want[:, 1] * FACTOR[unit], rtol=1e-12, atol=0)
+    shifts = set(shifts)
     assert len(shifts) == 1
     assert tr.flows["start_s"].min() == 0.0
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=tables(), unit=st.sampled_from(sorted(FACTOR)), in_header=st.booleans())
 def test_csv_round_trip_after_unit_conversion(rows, unit, in_header):
     data = write_csv(rows, unit if in_header else None)
@@ -77,7 +77,7 @@ def test_csv_round_trip_after_unit_conversion(rows, unit, in_header):
     check_round_trip(tr, rows, unit)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(rows=tables(), unit=st.sampled_from(sorted(FACTOR)))
 def test_parquet_round_trip(rows, unit, tmp_path_factory):
     p = tmp_path_factory.mktemp("pq") / "table.parquet"
@@ -90,7 +90,7 @@ def test_parquet_round_trip(rows, unit, tmp_path_factory):
     check_round_trip(tr, rows, unit)
 
 
-GARBAGE = st.sampled_from(["abc", "1.2.3", "--", "nan", "inf", "-5", "12Mbps", "", "0x1G"])
+GARBAGE = st.sampled_from(["abc", "1.2.3", "--", "nan", "inf", "-5", "12Mbps", "", "0x1G", "1_000", "Infinity"])
 
 
 @settings(max_examples=60, deadline=None)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv as _csv
 import io
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,7 @@ from .errors import IngestError
 UNITS: dict[str, float] = {"bps": 1.0, "kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9}
 TIME_NAMES = ("time", "t", "time_s")
 OPTIONAL = ("run", "cwnd_bytes", "srtt_s", "rttvar_s", "retransmits")
+NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
 
 def unit_factor(unit: str, source: str) -> float:
@@ -64,7 +66,8 @@ def parse_csv(data: bytes, source: str, unit: str | None = None) -> FilePart:
             header = [f.strip() for f in fields]
             continue
         raw.append((reader.line_num, fields))
-    assert header is not None
+    if header is None:
+        raise IngestError(source, "has no header row, only empty fields")
     cols = _columns(header, source, unit)
     if not raw:
         raise IngestError(source, "has a header but no data rows")
@@ -168,10 +171,9 @@ def _build(table: dict[str, list[Any]], cols: dict[str, tuple[int, str]], source
                         raise IngestError(source, "is empty", **_where(what, r, name))
                     out.append(math.nan)
                     continue
-                try:
-                    x = float(v)
-                except ValueError:
-                    raise IngestError(source, f"must be a number, not {v!r}", **_where(what, r, name)) from None
+                if not NUMBER.match(v):  # float() would also take "1_000", "nan", "infinity"
+                    raise IngestError(source, f"must be a finite number, not {v!r}", **_where(what, r, name))
+                x = float(v)
             else:
                 x = float(v)
             if not math.isfinite(x):

@@ -295,6 +295,7 @@ impl std::fmt::Debug for CcEntry {
 // Algorithm modules: one file each (BBR may be a directory). Add `pub mod x;` here
 // and one `CcEntry` in REGISTRY below.
 // -- modules --
+pub mod compound;
 pub mod lp;
 pub mod westwood;
 mod seg_reno;
@@ -317,6 +318,12 @@ mod testkit;
 /// whose AIMD lives in `crate::dccp`, selected by the scenario layer.
 pub static REGISTRY: &[CcEntry] = &[
     // -- entries --
+    CcEntry {
+        name: "compound",
+        summary: "Compound TCP (Tan et al. 2006; draft-sridharan-tcpm-ctcp-02): win = cwnd + dwnd; Windows' CTCP, never merged in Linux",
+        params: compound::CompoundConfig::PARAMS,
+        build: compound::Compound::build,
+    },
     CcEntry {
         name: "lp",
         summary: "TCP-LP low-priority (Kuzmanovic & Knightly 2003; Linux tcp_lp.c), RTT as the one-way-delay proxy",

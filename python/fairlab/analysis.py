@@ -184,6 +184,8 @@ def analyze(
     run: int | None = None,
     calibration: Trace | None = None,
     baseline: Trace | None = None,
+    expected_bps: Any = None,
+    solo_bps: Any = None,
     epoch: float | None = None,
     u_c: float = U_C_DEFAULT,
     k: int = 1,
@@ -192,7 +194,9 @@ def analyze(
 
     With ``calibration`` the NRU family is computed (weights by seed 000 Eq. 14); with
     ``epoch`` also convergence times T_U (Eqs. 11-12) from that epoch with threshold
-    ``u_c`` held for ``k`` samples; with ``baseline`` (solo runs) harm.
+    ``u_c`` held for ``k`` samples; with ``baseline`` (solo runs) harm. A campaign that
+    has already reduced its calibration/solo runs to one number per flow passes
+    ``expected_bps`` / ``solo_bps`` (bit/s, one per flow) instead.
     """
     runs = trace.runs
     if run is None:
@@ -242,8 +246,13 @@ def analyze(
             end_jain = jain_index(end)
 
     nru = flow_tu = expected = None
-    if calibration is not None:
-        exp, how = _match_expected(trace, calibration, (lo, hi))
+    if calibration is not None or expected_bps is not None:
+        if expected_bps is not None:
+            exp, how = np.asarray(expected_bps, dtype=float), "from the campaign's calibration runs"
+            if exp.shape != (n_flows,):
+                raise AnalysisError(f"expected_bps has {exp.size} values for {n_flows} flows")
+        else:
+            exp, how = _match_expected(trace, calibration, (lo, hi))
         if (exp <= 0).any():
             raise AnalysisError("a calibration flow's mean throughput is zero, so its weight 1/mean is undefined")
         notes.append(f"NRU weights w_n = 1/mean calibration throughput, matched {how}")
@@ -256,13 +265,16 @@ def analyze(
             notes.append(f"{nru.n_floored} zero-throughput sample(s) floored at {nru.floor_db:g} dB in U_n(t)")
 
     harm = latency = None
-    if baseline is not None:
-        solo, how = _match_expected(trace, baseline, (lo, hi))
+    if baseline is not None or solo_bps is not None:
+        if solo_bps is not None:
+            solo, how = np.asarray(solo_bps, dtype=float), "from the campaign's solo runs"
+        else:
+            solo, how = _match_expected(trace, baseline, (lo, hi))
         notes.append(f"harm baselines (solo runs) matched {how}")
         with_ = np.array([f.mean_bps if f.mean_bps is not None else np.nan for f in flows])
         harm = harm_summary(solo, with_, direction="more_is_better")
         with_rtt = np.array([f.mean_srtt_s if f.mean_srtt_s is not None else np.nan for f in flows])
-        if np.isfinite(with_rtt).all() and baseline.samples["srtt_s"].notna().any():
+        if baseline is not None and np.isfinite(with_rtt).all() and baseline.samples["srtt_s"].notna().any():
             try:
                 solo_rtt, _ = _match_expected(trace, baseline, (lo, hi), column="srtt_s")
             except AnalysisError as exc:

@@ -9,6 +9,12 @@ scenario paths and whose values are lists:
     "bottleneck.buffer" = ["10%bdp", "100%bdp"]
     mode = "product"                               # default; "zip" pairs lists up
 
+A key that is not a scenario path names a *grouped* axis whose values are tables of
+path = value assignments made together, e.g. both flows' controls at once:
+
+    pair = [{"flows[0].cca" = "ccid2", "flows[1].cca" = "reno"},
+            {"flows[0].cca" = "reno",  "flows[1].cca" = "ccid2"}]
+
 Every point of the sweep is a *condition*; every condition runs `runs` times. Run k of
 every condition uses the same seed, derived from the base seed and k (common random
 numbers: conditions differ by what was swept, not by luck). When `[analysis]` asks for
@@ -156,8 +162,38 @@ def _points(sweep: dict[str, list[Any]], mode: str, source: str) -> list[dict[st
     return [dict(zip(keys, vals)) for vals in itertools.product(*sweep.values())]
 
 
+#: Top-level scenario fields; a sweep key naming none of them (and holding no "." or
+#: "[") is a grouped axis.
+_SCENARIO_FIELDS = {"name", "duration", "interval", "window", "seed", "runs", "bottleneck", "access_rate", "variation", "analysis", "flows"}
+
+
+def is_grouped_axis(key: str) -> bool:
+    """A sweep key that names a group of assignments rather than one scenario path."""
+    return "." not in key and "[" not in key and key not in _SCENARIO_FIELDS
+
+
+def _fmt_value(v: Any) -> str:
+    if isinstance(v, dict):
+        return "/".join(_fmt_value(x) for x in v.values())
+    return str(v)
+
+
 def _label(point: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in point.items()) or "base"
+    return ", ".join(f"{k}={_fmt_value(v)}" for k, v in point.items()) or "base"
+
+
+def apply_point(doc: dict[str, Any], point: dict[str, Any], *, source: str) -> dict[str, Any]:
+    """A copy of ``doc`` with every assignment of a sweep point made."""
+    d = copy.deepcopy(doc)
+    for key, value in point.items():
+        if is_grouped_axis(key):
+            if not isinstance(value, dict):
+                raise ScenarioError(f"{source}: sweep axis {key!r} is not a scenario path, so its values must be tables of path = value (e.g. {{\"flows[0].cca\" = \"reno\"}})")
+            for path, v in value.items():
+                set_path(d, path, v, source=source)
+        else:
+            set_path(d, key, value, source=source)
+    return d
 
 
 def _condition_id(doc: dict[str, Any], kind: str) -> str:
@@ -212,9 +248,7 @@ def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "s
         return cond
 
     for point in _points(sweep, mode, source):
-        d = copy.deepcopy(doc)
-        for path, value in point.items():
-            set_path(d, path, value, source=source)
+        d = apply_point(doc, point, source=source)
         label = _label(point)
         main = add(MAIN, d, point, label)
         links: dict[str, dict[Any, str]] = camp.links.setdefault(main, {"calibration": {}, "solo": {}})

@@ -10,7 +10,7 @@ import sys
 
 import typer
 
-from . import analyze_cmd, list_cmd
+from . import analyze_cmd, campaign_cmds, list_cmd, plan_cmd, run_cmd
 from .common import USER_ERRORS, err_console
 
 app = typer.Typer(
@@ -21,6 +21,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command("analyze")(analyze_cmd.analyze)
+app.command("run")(run_cmd.run)
+app.command("plan")(plan_cmd.plan)
+app.command("reproduce")(campaign_cmds.reproduce)
+app.command("report")(campaign_cmds.report)
+app.command("query")(campaign_cmds.query)
 app.add_typer(list_cmd.app, name="list")
 
 

@@ -13,7 +13,9 @@ err_console = Console(stderr=True)
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    errors: list[type[BaseException]] = [AnalysisError, ScenarioError, TraceError, FileNotFoundError]
+    from ..campaign.store import StoreError
+
+    errors: list[type[BaseException]] = [AnalysisError, ScenarioError, TraceError, StoreError, FileNotFoundError]
     try:
         from ..ingest import IngestError
 

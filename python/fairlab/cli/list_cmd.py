@@ -48,3 +48,18 @@ def ccas() -> None:
 def qdiscs() -> None:
     """Queue disciplines for the bottleneck's `qdisc`."""
     _print(qdisc_table(), "Queue disciplines")
+
+
+@app.command("presets")
+def presets() -> None:
+    """One-command reproductions of the seed papers (`fairlab reproduce NAME`)."""
+    from ..presets import PRESETS
+
+    t = Table(title="Presets", title_justify="left", show_lines=True)
+    t.add_column("name", style="bold")
+    t.add_column("paper (seed file)")
+    t.add_column("what runs")
+    t.add_column("--quick runs")
+    for p in PRESETS.values():
+        t.add_row(p.name, f"{p.title} ({p.seed_file})", p.description, p.quick_note)
+    console.print(t)

@@ -83,13 +83,21 @@ class Flow(_Strict):
 
 class Variation(_Strict):
     """Seeded, documented sources of run-to-run variation (docs/scenario-format.md).
-    Both default on with small values so repeated runs differ like testbed runs;
-    set them to "0s" for a purely deterministic schedule."""
+    Both default on so repeated runs differ like testbed runs; set them to "0s" for a
+    purely deterministic schedule.
+
+    ``host_jitter = "auto"`` (the default) is one bottleneck transmission time of a
+    full-size packet: Floyd & Jacobson ("On Traffic Phase Effects in Packet-Switched
+    Gateways", 1992) show that a DropTail dumbbell of identical flows locks into a
+    deterministic phase pattern unless sender timing varies by about one bottleneck
+    service time; a random processing delay of that size breaks the lock, as ns-2's
+    ``overhead_`` does."""
 
     start_jitter: int = Field(default=10_000_000, description="ns; each flow starts uniformly in [start, start + jitter]")
-    host_jitter: int = Field(default=1_000, description="ns; per-packet sender processing delay, uniform in [0, jitter]")
+    host_jitter: int | None = Field(default=None, description="ns; per-packet sender processing delay, uniform in [0, jitter]; None = auto")
 
-    _d = field_validator("start_jitter", "host_jitter", mode="before")(lambda v: units.parse_duration(v))
+    _s = field_validator("start_jitter", mode="before")(lambda v: units.parse_duration(v))
+    _h = field_validator("host_jitter", mode="before")(lambda v: None if v in (None, "auto") else units.parse_duration(v))
 
 
 class AnalysisSettings(_Strict):
@@ -174,6 +182,14 @@ class Scenario(_Strict):
         bdp = self.bottleneck.rate * self.reference_rtt / 8 / 1e9
         return {"bytes": max(1, int(round(bdp * value)))}
 
+    def host_jitter_ns(self) -> int:
+        """Per-packet sender jitter bound: as given, or one bottleneck transmission
+        time of the largest packet (see `Variation`)."""
+        if self.variation.host_jitter is not None:
+            return self.variation.host_jitter
+        packet_bits = (max(f.mss for f in self.flows) + HEADER_BYTES) * 8
+        return max(1, round(packet_bits * 1e9 / self.bottleneck.rate))
+
     def expanded_flows(self) -> list[tuple[str, Flow]]:
         """Every flow after `count` expansion, with its label: the given label (or the
         cca) plus "-k" when count > 1 or the same label occurs twice."""
@@ -202,7 +218,7 @@ class Scenario(_Strict):
             },
             "access_rate_bps": self.access_rate or 10 * self.bottleneck.rate,
             "start_jitter_ns": self.variation.start_jitter,
-            "host_jitter_ns": self.variation.host_jitter,
+            "host_jitter_ns": self.host_jitter_ns(),
             "flows": [
                 {
                     "cca": f.cca,

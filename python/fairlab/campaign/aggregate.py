@@ -1,0 +1,208 @@
+"""Reduce a campaign's runs to per-condition results: the numbers the papers tabulate.
+
+For each main condition: per-flow mean throughput over runs, Jain's index (both
+variants) with mean, standard deviation, coefficient of variation and 95% CI over runs
+(seed 001 Table III, seed 000 Table V); with `[analysis] nru = true`, NRU tuples
+averaged over runs and the Case of the averaged tuple (seed 000 Table VI), and
+convergence times (Table VII); with `harm = true`, harm against the solo runs.
+
+Calibration (seed 000 §V-A, Eq. 14): the expected throughput of a flow using control
+P is the mean, over the calibration runs of that condition with every flow using P,
+of all those flows' mean throughputs in the analysis window — "the mean of the two
+values (Flows 1 and 2) in Table III".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..analysis import analyze
+from ..metrics.nru import classify_case, format_tuple
+from ..metrics.stats import RunStats, run_stats
+from ..scenario import Scenario
+from ..trace import Trace
+from .plan import CALIBRATION, MAIN, SOLO, Campaign, expand
+from .store import Store
+
+
+@dataclass
+class FlowResult:
+    label: str
+    cca: str
+    rtt_s: float
+    mean_bps: RunStats
+
+
+@dataclass
+class ConditionResult:
+    """One sweep point, over its runs."""
+
+    condition: str
+    label: str
+    point: dict[str, Any]
+    runs: list[str]  # run keys, by run index
+    flows: list[FlowResult]
+    jain_mean_jt: RunStats
+    jain_of_means: RunStats
+    jain_cv: float | None  # CV of mean-of-J(t) over runs (seed 001 Table III's "CV")
+    expected_bps: list[float] | None = None
+    nru_u_plus: RunStats | None = None
+    nru_u_minus: RunStats | None = None
+    nru_u_mean: RunStats | None = None
+    nru_s_system: RunStats | None = None
+    nru_case: str | None = None
+    nru_tuple_text: str | None = None
+    t_convergence: RunStats | None = None
+    n_converged: int = 0
+    harm_mean: RunStats | None = None
+    harm_per_flow: list[RunStats] = field(default_factory=list)
+    missing_runs: int = 0
+
+
+def _mean_of_flows(trace: Trace) -> list[float]:
+    return [f["mean_bps"] for f in trace.meta["summary"]["flows"]]
+
+
+def _window_s(model: Scenario) -> tuple[float, float] | None:
+    return None if model.window is None else (model.window[0] / 1e9, model.window[1] / 1e9)
+
+
+def campaign_of(store: Store) -> Campaign:
+    """Re-expand the campaign recorded in the store's manifest."""
+    m = store.manifest()
+    doc = {**m["base"], **({"sweep": {**m["sweep"], "mode": m["mode"]}} if m["sweep"] else {})}
+    return expand(doc, source=str(store.root / "campaign.json"), backend=m["backend"])
+
+
+def _entry_of_expanded(model: Scenario) -> list[int]:
+    out: list[int] = []
+    for i, f in enumerate(model.flows):
+        out += [i] * f.count
+    return out
+
+
+def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionResult]:
+    """Per-condition results for every main condition of the campaign in ``store``."""
+    camp = campaign or campaign_of(store)
+    done = store.done_keys()
+    tasks_by_cond: dict[str, list] = {}
+    for t in camp.tasks:
+        tasks_by_cond.setdefault(t.condition, []).append(t)
+
+    cache: dict[str, Trace] = {}
+
+    def load(key: str) -> Trace:
+        if key not in cache:
+            cache[key] = store.load(key)
+        return cache[key]
+
+    def cond_runs(cond: str) -> list[Trace]:
+        return [load(t.key) for t in sorted(tasks_by_cond.get(cond, []), key=lambda t: t.run_index) if t.key in done]
+
+    results: list[ConditionResult] = []
+    for cond in camp.conditions:
+        tasks = sorted(tasks_by_cond[cond], key=lambda t: t.run_index)
+        model = tasks[0].model()
+        window = _window_s(model)
+        traces = [load(t.key) for t in tasks if t.key in done]
+        missing = len(tasks) - len(traces)
+        links = camp.links.get(cond, {"calibration": {}, "solo": {}})
+        labels = [lbl for lbl, _ in model.expanded_flows()]
+        ccas = [f.cca for _, f in model.expanded_flows()]
+        rtts = [f.rtt / 1e9 for _, f in model.expanded_flows()]
+        entry = _entry_of_expanded(model)
+
+        expected = None
+        if model.analysis.nru and links["calibration"]:
+            per_cca: dict[str, float] = {}
+            for cca, cal_cond in links["calibration"].items():
+                vals = [v for tr in cond_runs(cal_cond) for v in _mean_of_flows(tr) if v is not None]
+                if vals:
+                    per_cca[cca] = float(np.mean(vals))
+            if all(c in per_cca and per_cca[c] > 0 for c in ccas):
+                expected = [per_cca[c] for c in ccas]
+        solo = None
+        if model.analysis.harm and links["solo"]:
+            solo_means = {}
+            for i, solo_cond in links["solo"].items():
+                vals = [_mean_of_flows(tr)[0] for tr in cond_runs(solo_cond)]
+                vals = [v for v in vals if v is not None]
+                if vals:
+                    solo_means[int(i)] = float(np.mean(vals))
+            if all(e in solo_means for e in entry):
+                solo = [solo_means[e] for e in entry]
+
+        jt, jm, flow_means = [], [], [[] for _ in labels]
+        up, um, umean, ss, tu, harm_mean = [], [], [], [], [], []
+        harm_flow: list[list[float | None]] = [[] for _ in labels]
+        n_conv = 0
+        epoch = None if model.analysis.epoch is None else model.analysis.epoch / 1e9
+        for tr in traces:
+            a = analyze(tr, window=window, expected_bps=expected, solo_bps=solo, epoch=epoch, u_c=model.analysis.uc, k=model.analysis.hold)
+            jt.append(a.jain.mean_jt)
+            jm.append(a.jain.of_means)
+            for i, f in enumerate(a.flows):
+                flow_means[i].append(f.mean_bps)
+            if a.nru is not None:
+                up.append(a.nru.u_plus)
+                um.append(a.nru.u_minus)
+                umean.append(a.nru.u_mean)
+                ss.append(a.nru.s_system)
+                if epoch is not None:
+                    tu.append(a.nru.t_convergence)
+                    n_conv += a.nru.t_convergence is not None
+            if a.harm is not None:
+                harm_mean.append(a.harm.mean)
+                for i, h in enumerate(a.harm.per_flow):
+                    harm_flow[i].append(h)
+        jt_stats = run_stats(jt)
+        cv = None
+        if jt_stats.mean and jt_stats.std is not None:
+            cv = jt_stats.std / jt_stats.mean
+        res = ConditionResult(
+            condition=cond,
+            label=tasks[0].label,
+            point=tasks[0].point,
+            runs=[t.key for t in tasks if t.key in done],
+            flows=[FlowResult(labels[i], ccas[i], rtts[i], run_stats(flow_means[i])) for i in range(len(labels))],
+            jain_mean_jt=jt_stats,
+            jain_of_means=run_stats(jm),
+            jain_cv=cv,
+            expected_bps=expected,
+            missing_runs=missing,
+        )
+        if expected is not None and traces:
+            res.nru_u_plus, res.nru_u_minus = run_stats(up), run_stats(um)
+            res.nru_u_mean, res.nru_s_system = run_stats(umean), run_stats(ss)
+            # The tuple of means over runs; a side empty in some runs is averaged over
+            # the runs where it exists (seed 000 Table VI prints "—" only when no run has it).
+            res.nru_case = classify_case(res.nru_u_plus.mean, res.nru_u_minus.mean)
+            res.nru_tuple_text = format_tuple(res.nru_u_plus.mean, res.nru_u_minus.mean, res.nru_s_system.mean)
+            if epoch is not None:
+                res.t_convergence = run_stats(tu)
+                res.n_converged = n_conv
+        if solo is not None and traces:
+            res.harm_mean = run_stats(harm_mean)
+            res.harm_per_flow = [run_stats(h) for h in harm_flow]
+        results.append(res)
+    return results
+
+
+def fmt_stat(s: RunStats | None, scale: float = 1.0, dp: int = 2) -> str:
+    """"mean ± std" (or "mean" for one run, "—" for none)."""
+    if s is None or s.mean is None:
+        return "—"
+    if s.std is None:
+        return f"{s.mean / scale:.{dp}f}"
+    return f"{s.mean / scale:.{dp}f} ± {s.std / scale:.{dp}f}"
+
+
+def finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+__all__ = ["ConditionResult", "FlowResult", "aggregate", "campaign_of", "fmt_stat", "MAIN", "CALIBRATION", "SOLO"]

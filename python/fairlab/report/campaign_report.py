@@ -1,0 +1,403 @@
+"""`fairlab report DIR`: tables and figures of a campaign, laid out like the papers'.
+
+The x-axis of every summary figure and the columns of every table are the campaign's
+first swept scenario path (RTT for seeds 000/001, buffer size for seed 004, number of
+connections or sessions for seed 002); every other sweep axis becomes a series (a line
+in a figure, a row in a table). Writes report.md, a self-contained report.html (figures
+embedded) and every figure as PNG and SVG under figures/.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from .. import __version__  # noqa: E402
+from ..analysis import analyze  # noqa: E402
+from ..campaign.aggregate import ConditionResult, aggregate, campaign_of, fmt_stat  # noqa: E402
+from ..campaign.plan import CALIBRATION, MAIN, SOLO, is_grouped_axis  # noqa: E402
+from ..campaign.store import Store  # noqa: E402
+from ..metrics._common import fmt_num  # noqa: E402
+from .plots import _STYLE, _rate_scale  # noqa: E402
+
+_UNIT_RE = re.compile(r"^\s*([0-9.]+)\s*(ms|s|us|%bdp|%BDP|p|Mbit|Gbit)?\s*$")
+
+
+@dataclass
+class Axis:
+    key: str | None  # the swept path on the x-axis (None: no sweep)
+    title: str
+    values: list[Any]  # in sweep order
+
+
+def _axis_value(v: Any) -> tuple[float, str]:
+    """A sweep value as a number for plotting, plus its unit."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v), ""
+    m = _UNIT_RE.match(str(v))
+    if m:
+        return float(m.group(1)), (m.group(2) or "")
+    return float("nan"), ""
+
+
+def _axis_title(key: str, unit: str) -> str:
+    leaf = key.split(".")[-1]
+    names = {"rtt": "RTT", "buffer": "buffer", "rate": "bottleneck rate", "count": "flows", "cca": "congestion control"}
+    name = names.get(leaf, leaf)
+    unit_txt = {"%bdp": "% of BDP", "%BDP": "% of BDP", "p": "packets"}.get(unit, unit)
+    return f"{name} ({unit_txt})" if unit_txt else name
+
+
+def _choose_axis(sweep: dict[str, list[Any]]) -> Axis:
+    for key, values in sweep.items():
+        if not is_grouped_axis(key):
+            nums = [_axis_value(v) for v in values]
+            if all(np.isfinite(n) for n, _ in nums):
+                return Axis(key, _axis_title(key, nums[0][1]), values)
+    if sweep:
+        key = next(iter(sweep))
+        return Axis(key, key, sweep[key])
+    return Axis(None, "", [None])
+
+
+def _series_label(point: dict[str, Any], axis: Axis) -> str:
+    from ..campaign.plan import _fmt_value
+
+    rest = {k: v for k, v in point.items() if k != axis.key}
+    if not rest:
+        return "all"
+    return ", ".join((_fmt_value(v) if is_grouped_axis(k) else f"{k.split('.')[-1]}={v}") for k, v in rest.items())
+
+
+def _fig_files(fig: plt.Figure, outdir: Path, stem: str) -> Path:
+    png = outdir / f"{stem}.png"
+    fig.savefig(png)
+    fig.savefig(outdir / f"{stem}.svg")
+    plt.close(fig)
+    return png
+
+
+def _grid(results: list[ConditionResult], axis: Axis) -> tuple[list[str], list[Any], dict[tuple[str, Any], ConditionResult]]:
+    series: list[str] = []
+    cells: dict[tuple[str, Any], ConditionResult] = {}
+    for r in results:
+        s = _series_label(r.point, axis)
+        if s not in series:
+            series.append(s)
+        cells[(s, json.dumps(r.point.get(axis.key), default=str))] = r
+    return series, [json.dumps(v, default=str) for v in axis.values], cells
+
+
+def _col_title(v: str) -> str:
+    x = json.loads(v)
+    return "—" if x is None else str(x)
+
+
+# ---------------------------------------------------------------------- figures
+def fig_jain_vs_axis(results, axis, outdir: Path) -> Path:
+    series, cols, cells = _grid(results, axis)
+    xs = [_axis_value(json.loads(c))[0] for c in cols]
+    with plt.rc_context(_STYLE):
+        fig, ax = plt.subplots()
+        for s in series:
+            ys, es, xx = [], [], []
+            for x, c in zip(xs, cols):
+                r = cells.get((s, c))
+                if r and r.jain_mean_jt.mean is not None:
+                    xx.append(x)
+                    ys.append(r.jain_mean_jt.mean)
+                    es.append(r.jain_mean_jt.std or 0.0)
+            ax.errorbar(xx, ys, yerr=es, marker="o", capsize=3, label=s)
+        ax.set_xlabel(axis.title or "condition")
+        ax.set_ylabel("Jain's index, mean of J(t) (no unit)")
+        ax.set_ylim(0, 1.05)
+        ax.set_title("Fairness: mean J(t) ± std over runs")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        fig.tight_layout()
+        return _fig_files(fig, outdir, "jain_vs_" + _slug(axis.title or "condition"))
+
+
+def fig_nru_vs_axis(results, axis, outdir: Path) -> Path | None:
+    series, cols, cells = _grid(results, axis)
+    if not any(r.nru_u_mean is not None for r in results):
+        return None
+    xs = [_axis_value(json.loads(c))[0] for c in cols]
+    n = len(series)
+    ncols = min(3, n)
+    nrows = int(np.ceil(n / ncols))
+    with plt.rc_context(_STYLE):
+        fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.4 * nrows), squeeze=False, sharey=True)
+        for idx, s in enumerate(series):
+            ax = axes[idx // ncols][idx % ncols]
+            for x, c in zip(xs, cols):
+                r = cells.get((s, c))
+                if r is None or r.nru_u_mean is None:
+                    continue
+                up = r.nru_u_plus.mean if r.nru_u_plus and r.nru_u_plus.mean is not None else None
+                um = r.nru_u_minus.mean if r.nru_u_minus and r.nru_u_minus.mean is not None else None
+                mid = r.nru_u_mean.mean
+                lo = um if um is not None else mid
+                hi = up if up is not None else mid
+                ax.vlines(x, lo, hi, color="tab:blue")
+                ax.plot([x], [mid], "o", color="tab:blue")
+                if up is not None:
+                    ax.plot([x], [up], "^", color="tab:green")
+                if um is not None:
+                    ax.plot([x], [um], "v", color="tab:red")
+            ax.axhline(0, color="grey", linewidth=0.8)
+            ax.set_title(s, fontsize=10)
+            ax.set_xlabel(axis.title or "condition")
+            if idx % ncols == 0:
+                ax.set_ylabel("NRU (dB)")
+        for idx in range(n, nrows * ncols):
+            axes[idx // ncols][idx % ncols].set_visible(False)
+        handles = [
+            plt.Line2D([], [], marker="^", color="tab:green", linestyle="", label="U_N+ (fair side)"),
+            plt.Line2D([], [], marker="o", color="tab:blue", linestyle="", label="U_N (mean)"),
+            plt.Line2D([], [], marker="v", color="tab:red", linestyle="", label="U_N− (unfair side)"),
+        ]
+        fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False)
+        fig.suptitle("System NRU tuple ⟨U_N+, U_N, U_N−⟩ (seed 000 Figs. 4–5), mean over runs")
+        fig.tight_layout(rect=(0, 0.06, 1, 0.95))
+        return _fig_files(fig, outdir, "nru_vs_" + _slug(axis.title or "condition"))
+
+
+def fig_throughput_vs_axis(results, axis, outdir: Path) -> Path:
+    series, cols, cells = _grid(results, axis)
+    xs = [_axis_value(json.loads(c))[0] for c in cols]
+    all_means = [f.mean_bps.mean for r in results for f in r.flows if f.mean_bps.mean is not None]
+    scale, unit = _rate_scale(max(all_means) if all_means else 1.0)
+    n = len(series)
+    ncols = min(3, n)
+    nrows = int(np.ceil(n / ncols))
+    with plt.rc_context(_STYLE):
+        fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.4 * nrows), squeeze=False, sharey=True)
+        for idx, s in enumerate(series):
+            ax = axes[idx // ncols][idx % ncols]
+            nflows = max((len(r.flows) for (ss, _), r in cells.items() if ss == s), default=0)
+            for fi in range(min(nflows, 8)):
+                xx, yy, ee, name = [], [], [], None
+                for x, c in zip(xs, cols):
+                    r = cells.get((s, c))
+                    if r is None or fi >= len(r.flows) or r.flows[fi].mean_bps.mean is None:
+                        continue
+                    name = f"flow {fi + 1}: {r.flows[fi].cca}"
+                    xx.append(x)
+                    yy.append(r.flows[fi].mean_bps.mean / scale)
+                    ee.append((r.flows[fi].mean_bps.std or 0.0) / scale)
+                ax.errorbar(xx, yy, yerr=ee, marker="o", capsize=2, label=name)
+            ax.set_title(s, fontsize=10)
+            ax.set_xlabel(axis.title or "condition")
+            if idx % ncols == 0:
+                ax.set_ylabel(f"mean throughput ({unit})")
+            ax.set_ylim(bottom=0)
+            ax.legend(fontsize=8, loc="best")
+        for idx in range(n, nrows * ncols):
+            axes[idx // ncols][idx % ncols].set_visible(False)
+        fig.suptitle("Mean throughput per flow over the analysis window (± std over runs)")
+        fig.tight_layout(rect=(0, 0, 1, 0.95))
+        return _fig_files(fig, outdir, "throughput_vs_" + _slug(axis.title or "condition"))
+
+
+def fig_example_run(store: Store, r: ConditionResult, outdir: Path, index: int) -> Path:
+    """Throughput and J(t) over time for run 0 of a condition."""
+    tr = store.load(r.runs[0])
+    model_window = tr.meta.get("task", {}).get("scenario", {}).get("window")
+    summary = tr.meta.get("summary", {})
+    win = summary.get("window")
+    a = analyze(tr, window=tuple(win) if win else None)
+    m = tr.matrix()
+    scale, unit = _rate_scale(float(np.nanmax(m.to_numpy())) if m.size else 1.0)
+    with plt.rc_context(_STYLE):
+        fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8, 5.6), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
+        for fid in m.columns:
+            col = m[fid].dropna()
+            ax1.plot(col.index, col.to_numpy() / scale, linewidth=1.0, label=tr.labels[fid])
+        if win:
+            ax1.axvspan(win[0], win[1], color="grey", alpha=0.08, label="analysis window")
+        ax1.set_ylabel(f"throughput ({unit})")
+        ax1.set_ylim(bottom=0)
+        ax1.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
+        ax1.set_title(f"{r.label} — run 0 (seed {tr.meta.get('task', {}).get('seed')})", fontsize=10)
+        if a.jain_series:
+            t, j = zip(*a.jain_series)
+            ax2.plot(t, j, linewidth=1.0, color="tab:blue", label="J(t)")
+        ax2.set_ylim(0, 1.05)
+        ax2.set_ylabel("J(t)")
+        ax2.set_xlabel("time (s)")
+        ax2.legend(loc="lower right", fontsize=8)
+        fig.tight_layout()
+        del model_window
+        return _fig_files(fig, outdir, f"example_{index:03d}")
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", s.lower()).strip("_") or "x"
+
+
+# ---------------------------------------------------------------------- tables
+def _table(header: list[str], rows: list[list[str]]) -> dict[str, Any]:
+    return {"header": header, "rows": rows}
+
+
+def tables(results: list[ConditionResult], axis: Axis) -> list[tuple[str, str, dict[str, Any]]]:
+    """(title, caption, table) in the layout of the seed tables."""
+    series, cols, cells = _grid(results, axis)
+    out = []
+    col_titles = [_col_title(c) for c in cols]
+    # Throughput (seed 001 Tables II/V): rows = series, columns = x value × flow
+    nflows = max(len(r.flows) for r in results)
+    if nflows <= 4:
+        all_means = [f.mean_bps.mean for r in results for f in r.flows if f.mean_bps.mean is not None]
+        scale, unit = _rate_scale(max(all_means) if all_means else 1.0)
+        header = ["series"] + [f"{c} · flow {i + 1}" for c in col_titles for i in range(nflows)]
+        rows = []
+        for s in series:
+            row = [s]
+            for c in cols:
+                r = cells.get((s, c))
+                for i in range(nflows):
+                    row.append(fmt_stat(r.flows[i].mean_bps, scale, 1) if r and i < len(r.flows) else "—")
+            rows.append(row)
+        out.append((f"Throughput ({unit}) per flow", "mean ± std over runs, over the analysis window (seed 001 Tables II and V layout)", _table(header, rows)))
+    # JFI with std and CV (seed 001 Table III, seed 000 Table V)
+    header = ["series"] + col_titles
+    rows = []
+    for s in series:
+        row = [s]
+        for c in cols:
+            r = cells.get((s, c))
+            if r is None or r.jain_mean_jt.mean is None:
+                row.append("—")
+            else:
+                cv = "—" if r.jain_cv is None else f"{r.jain_cv:.2f}"
+                sd = "—" if r.jain_mean_jt.std is None else f"{r.jain_mean_jt.std:.2f}"
+                row.append(f"{r.jain_mean_jt.mean:.2f} (std {sd}, CV {cv})")
+        rows.append(row)
+    out.append(("Jain's fairness index (mean of J(t))", "mean over runs with standard deviation and coefficient of variation (seed 001 Table III, seed 000 Table V)", _table(header, rows)))
+    rows = []
+    for s in series:
+        row = [s]
+        for c in cols:
+            r = cells.get((s, c))
+            row.append(fmt_stat(r.jain_of_means, 1.0, 3) if r else "—")
+        rows.append(row)
+    out.append(("Jain's index of mean throughputs", "Eq. 1 on each flow's mean over the window; mean ± std over runs", _table(header, rows)))
+    if any(r.nru_tuple_text for r in results):
+        rows = []
+        for s in series:
+            row = [s]
+            for c in cols:
+                r = cells.get((s, c))
+                row.append(f"{r.nru_tuple_text} {r.nru_case or ''}".strip() if r and r.nru_tuple_text else "—")
+            rows.append(row)
+        out.append(("System NRU tuples ⟨U_N+, U_N−, S_N⟩ and Case", "means over runs; weights from the automatic self-competition calibration runs (seed 000 Table VI, Table II cases)", _table(header, rows)))
+    if any(r.t_convergence is not None for r in results):
+        rows = []
+        for s in series:
+            row = [s]
+            for c in cols:
+                r = cells.get((s, c))
+                if r is None or r.t_convergence is None:
+                    row.append("—")
+                elif r.t_convergence.mean is None:
+                    row.append(f"— (0/{len(r.runs)})")
+                else:
+                    row.append(f"{r.t_convergence.mean:.0f} s ({r.n_converged}/{len(r.runs)})")
+            rows.append(row)
+        out.append(("Convergence time T_U", "mean over the runs that converged (their number in brackets), U_c = −0.46 dB (seed 000 Table VII)", _table(header, rows)))
+    if any(r.harm_mean is not None for r in results):
+        rows = []
+        for s in series:
+            row = [s]
+            for c in cols:
+                r = cells.get((s, c))
+                if r is None or not r.harm_per_flow:
+                    row.append("—")
+                else:
+                    row.append(" / ".join(fmt_num(h.mean, 2) for h in r.harm_per_flow))
+            rows.append(row)
+        out.append(("Throughput harm per flow", "Ware et al. 2019: (solo − with)/solo against the flow's own solo run; 0 = no harm, 1 = starved; flow 1 / flow 2 / …", _table(header, rows)))
+    return out
+
+
+# ---------------------------------------------------------------------- writers
+def _md_table(t: dict[str, Any]) -> str:
+    lines = ["| " + " | ".join(t["header"]) + " |", "|" + "---|" * len(t["header"])]
+    lines += ["| " + " | ".join(r) + " |" for r in t["rows"]]
+    return "\n".join(lines)
+
+
+def _html_table(t: dict[str, Any]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in t["header"])
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in t["rows"])
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _img_tag(path: Path) -> str:
+    data = base64.b64encode(path.read_bytes()).decode()
+    return f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">'
+
+
+def write_report(root: str | Path, *, notes: list[str] | None = None, max_examples: int = 60) -> dict[str, Path]:
+    """Write report.md, report.html and figures/ into the campaign directory."""
+    store = Store(root)
+    manifest = store.manifest()
+    camp = campaign_of(store)
+    results = aggregate(store, camp)
+    if not results or all(not r.runs for r in results):
+        raise ValueError(f"{store.root}: no finished runs to report; run the campaign first (fairlab run)")
+    axis = _choose_axis(camp.sweep)
+    figdir = store.root / "figures"
+    figdir.mkdir(exist_ok=True)
+    figures: list[tuple[str, str, Path]] = []
+    figures.append(("Fairness vs " + (axis.title or "condition"), "mean of J(t) ± std over runs, one line per series (seed 001 Figs. 2–3; seed 004 Fig. 3 for buffer sweeps; seed 002 Figs. 6–7 for connections/sessions)", fig_jain_vs_axis(results, axis, figdir)))
+    figures.append(("Throughput vs " + (axis.title or "condition"), "mean throughput per flow ± std over runs", fig_throughput_vs_axis(results, axis, figdir)))
+    nru_fig = fig_nru_vs_axis(results, axis, figdir)
+    if nru_fig:
+        figures.append(("NRU vs " + (axis.title or "condition"), "⟨U_N+, U_N, U_N−⟩ per condition (seed 000 Figs. 4–5)", nru_fig))
+    examples = [(r, fig_example_run(store, r, figdir, i)) for i, r in enumerate(results[:max_examples]) if r.runs]
+    tabs = tables(results, axis)
+    failures = store.failures()
+    facts = [
+        f"campaign: **{camp.name}** (from `{manifest.get('source')}`), backend `{camp.backend}`, fairlab {__version__}",
+        f"{len(camp.conditions)} conditions; {camp.count(MAIN)} main runs, {camp.count(CALIBRATION)} calibration runs, {camp.count(SOLO)} solo runs; {len(store.done_keys())} finished, {len(failures)} failed",
+        f"report written {time.strftime('%Y-%m-%d %H:%M')}",
+    ]
+    notes = list(notes or [])
+    md = [f"# fairlab report — {camp.name}", ""] + [f"- {f}" for f in facts] + [f"- note: {n}" for n in notes] + [""]
+    for title, caption, t in tabs:
+        md += [f"## {title}", "", f"_{caption}_", "", _md_table(t), ""]
+    for title, caption, p in figures:
+        md += [f"## {title}", "", f"_{caption}_", "", f"![{title}](figures/{p.name})", ""]
+    md += ["## Example runs", "", "_throughput and J(t) of run 0 of each condition_", ""]
+    md += [f"![{r.label}](figures/{p.name})" for r, p in examples]
+    if failures:
+        md += ["", "## Failed runs", ""] + [f"- {f['label']} run {f['run_index']}: {f['reason'].splitlines()[0]}" for f in failures]
+    (store.root / "report.md").write_text("\n".join(md) + "\n")
+
+    css = "body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}table{border-collapse:collapse;margin:1em 0;font-size:0.85em}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}img{max-width:100%;border:1px solid #eee;margin:0.5em 0}.cap{color:#555;font-style:italic}details{margin:1em 0}"
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>fairlab report — {html.escape(camp.name)}</title><style>{css}</style></head><body>"]
+    parts.append(f"<h1>fairlab report — {html.escape(camp.name)}</h1><ul>" + "".join(f"<li>{html.escape(f.replace('**', '').replace('`', ''))}</li>" for f in facts) + "".join(f"<li>note: {html.escape(n)}</li>" for n in notes) + "</ul>")
+    for title, caption, t in tabs:
+        parts.append(f"<h2>{html.escape(title)}</h2><p class='cap'>{html.escape(caption)}</p>{_html_table(t)}")
+    for title, caption, p in figures:
+        parts.append(f"<h2>{html.escape(title)}</h2><p class='cap'>{html.escape(caption)}</p>{_img_tag(p)}")
+    parts.append("<h2>Example runs</h2><details><summary>throughput and J(t) of run 0 of each condition</summary>" + "".join(_img_tag(p) for _, p in examples) + "</details>")
+    if failures:
+        parts.append("<h2>Failed runs</h2><ul>" + "".join(f"<li>{html.escape(f['label'])} run {f['run_index']}: {html.escape(f['reason'].splitlines()[0])}</li>" for f in failures) + "</ul>")
+    parts.append("</body></html>")
+    (store.root / "report.html").write_text("".join(parts))
+    return {"markdown": store.root / "report.md", "html": store.root / "report.html", "figures": figdir}

@@ -269,9 +269,9 @@ mod tests {
         let mut rng = netunits::rng_stream(1, 0);
         let (mut d, mut m) = (Vec::new(), Vec::new());
         let gap = SimDuration::from_millis(2);
-        let (l, t, k) = (1000.0 * 8.0, 0.002, 0.1);
+        let (l, t, k): (f64, f64, f64) = (1000.0 * 8.0, 0.002, 0.1);
         let big_r = l / t;
-        let r1 = (1.0 - (-t / k as f64).exp()) * big_r;
+        let r1 = (1.0 - (-t / k).exp()) * big_r;
         for n in 0..=100u64 {
             q.enqueue(SimTime::ZERO + gap.mul(n), TestPacket::new(n, 0, 1000), &mut rng, &mut d);
             q.dequeue(SimTime::ZERO + gap.mul(n), &mut rng, &mut d, &mut m);

@@ -6,7 +6,7 @@
 //! - FJ93 §4 and its Fig. 2 give the whole algorithm: an EWMA of the queue length on
 //!   every arrival, a linear marking probability `p_b` between `min_th` and `max_th`,
 //!   and the count-based spacing `p_a = p_b / (1 − count·p_b)` that makes the gaps
-//!   between marks roughly uniform instead of geometric (FJ93 §7).
+//!   between marks roughly uniform instead of geometric.
 //! - When a packet arrives to an empty queue the average decays as if `m` packets of
 //!   typical size had been sent on the idle link: `avg ← (1 − w_q)^m · avg`, with
 //!   `m = idle time / transmission time of a mean packet` (FJ93 §4, Fig. 2, the
@@ -31,9 +31,9 @@ use netunits::Bandwidth;
 pub struct RedConfig {
     /// Hard buffer limit: the scenario's buffer.
     pub limit: Limit,
-    /// EWMA weight of the average queue. Default 0.002 (FJ93 §6 uses 0.002 in its
+    /// EWMA weight of the average queue. Default 0.002 (the value of FJ93's
     /// simulations); with `adaptive`, `1 − exp(−1/C)` for a link of `C` packets/s
-    /// (ARED §5's automatic setting).
+    /// (ARED's automatic setting).
     pub w_q: f64,
     /// Lower threshold. Default `max_th / 3` (iproute2 `tc red`'s rule, after
     /// Floyd's REDparameters note).
@@ -90,7 +90,7 @@ impl RedConfig {
         }
     }
 
-    /// ARED §5: `w_q = 1 − exp(−1/C)`, `C` the link capacity in mean packets per second.
+    /// ARED's automatic setting: `w_q = 1 − exp(−1/C)`, `C` the link capacity in mean packets per second.
     pub fn ared_w_q(rate_bps: u64, mean_packet_bytes: u32) -> f64 {
         let c = rate_bps as f64 / (8.0 * f64::from(mean_packet_bytes.max(1)));
         if c <= 1.0 {
@@ -509,7 +509,7 @@ pub(crate) mod tests {
             q.enqueue(SimTime::from_micros(i + 1), TestPacket::new(1000 + i, 0, 1500), &mut rng, &mut d);
             q.dequeue(SimTime::from_micros(i + 1), &mut rng, &mut d, &mut m);
         }
-        // avg_k = q + (avg_0 − q)(1 − w)^k for a constant queue q (FJ93 §6).
+        // avg_k = q + (avg_0 − q)(1 − w)^k for a constant queue q (the EWMA of FJ93 Fig. 2).
         let expect = level as f64 + (a0 - level as f64) * (1.0 - w).powi(k as i32);
         assert!((q.avg() - expect).abs() < 1e-9 * expect, "{} vs {}", q.avg(), expect);
         assert!(d.is_empty());

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import sys
+
 from rich.console import Console
 
 from ..analysis import AnalysisError
 from ..scenario import ScenarioError
 from ..trace import TraceError
 
-console = Console()
-err_console = Console(stderr=True)
+# When output goes to a file or pipe rich would assume 80 columns and truncate flow
+# labels; 120 keeps tables readable in logs and CI output.
+console = Console(width=None if sys.stdout.isatty() else 120)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:

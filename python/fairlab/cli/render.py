@@ -32,17 +32,21 @@ def fmt_seconds(s: float | None) -> str:
     return "—" if s is None else f"{s:g} s"
 
 
+def _secs(x: float) -> str:
+    return f"{x:.2f}".rstrip("0").rstrip(".")
+
+
 def print_analysis(trace: Trace, a: Analysis, inputs: list[str]) -> None:
     lo, hi = a.window
     console.print(
-        f"[bold]fairlab analyze[/] — {len(a.flows)} flow(s), window {lo:g}–{hi:g} s "
+        f"[bold]fairlab analyze[/] — {len(a.flows)} flow(s), window {_secs(lo)}–{_secs(hi)} s "
         f"(seconds from the earliest flow's start), run {a.run}"
     )
     console.print(f"input: {', '.join(inputs)}", highlight=False)
 
     t = Table(title="Flows over the window", title_justify="left")
     for col, just in (("flow", "left"), ("cca", "left"), ("mean throughput", "right"), ("samples", "right"), ("retransmits", "right"), ("mean sRTT", "right")):
-        t.add_column(col, justify=just)
+        t.add_column(col, justify=just, overflow="fold")
     for f in a.flows:
         t.add_row(
             f.label,

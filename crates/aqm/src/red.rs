@@ -633,7 +633,7 @@ pub(crate) mod tests {
         // The same queue without `ecn` drops instead.
         let mut q = prefilled(instant_cfg(), 10);
         let v = verdicts_at_level(&mut q, 5000, true, 2);
-        assert!(v.iter().any(|v| *v == Verdict::Drop(DropReason::Early)));
+        assert!(v.contains(&Verdict::Drop(DropReason::Early)));
         assert!(!v.iter().any(|v| matches!(v, Verdict::Mark(_))));
     }
 

@@ -356,7 +356,7 @@ mod tests {
         assert_eq!(s.cc.indications(), 1);
         acks(&mut s, ms(200), ms(1), 1);
         assert_eq!(s.cc.indications(), 2);
-        assert!(s.cwnd() == w / 2 || s.cwnd() == (w + 1) / 2, "{} vs {w}", s.cwnd());
+        assert!(s.cwnd() == w / 2 || s.cwnd() == w.div_ceil(2), "{} vs {w}", s.cwnd());
     }
 
     #[test]

@@ -30,6 +30,10 @@ struct Pkt {
     first_sent_at_send: SimTime,
 }
 
+/// (time, tie-break sequence, flow, kind, packet id): ordered like the engine's
+/// event queue (STYLE.md §3).
+type EventKey = (SimTime, u64, usize, Ev, u64);
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
     Ack,
@@ -74,7 +78,7 @@ pub(crate) struct Path {
     pub flows: Vec<Flow>,
     now: SimTime,
     link_free_at: SimTime,
-    events: BinaryHeap<Reverse<(SimTime, u64, usize, Ev, u64)>>,
+    events: BinaryHeap<Reverse<EventKey>>,
     pkts: std::collections::HashMap<(usize, u64), Pkt>,
     seq: u64,
     rng: u64,

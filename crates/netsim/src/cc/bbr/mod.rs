@@ -31,7 +31,7 @@
 //! and pacing at [`CongestionControl::pacing_rate`]. ACKs without a rate sample
 //! still drive the window but do not update the model.
 //!
-//! Deliberately left out of this v1 (see also the report in the commit):
+//! Deliberately left out of this v1:
 //! Linux's long-term "policer" bandwidth (`lt_bw`, added in 4.10), the ACK
 //! aggregation allowance (`extra_acked`, added in 5.1) and the per-ACK loss
 //! deduction `cwnd -= rs->losses` (fairlab's `AckSample` carries no per-ACK loss

@@ -100,8 +100,8 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionR
             cache[key] = store.load(key)
         return cache[key]
 
-    def cond_runs(cond: str) -> list[Trace]:
-        return [load(t.key) for t in sorted(tasks_by_cond.get(cond, []), key=lambda t: t.run_index) if t.key in done]
+    def runs_of(keys: list[str]) -> list[Trace]:
+        return [load(k) for k in keys if k in done]
 
     results: list[ConditionResult] = []
     for cond in camp.conditions:
@@ -119,8 +119,8 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionR
         expected = None
         if model.analysis.nru and links["calibration"]:
             per_cca: dict[str, float] = {}
-            for cca, cal_cond in links["calibration"].items():
-                vals = [v for tr in cond_runs(cal_cond) for v in _mean_of_flows(tr) if v is not None]
+            for cca, cal_keys in links["calibration"].items():
+                vals = [v for tr in runs_of(cal_keys) for v in _mean_of_flows(tr) if v is not None]
                 if vals:
                     per_cca[cca] = float(np.mean(vals))
             if all(c in per_cca and per_cca[c] > 0 for c in ccas):
@@ -128,8 +128,8 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionR
         solo = None
         if model.analysis.harm and links["solo"]:
             solo_means = {}
-            for i, solo_cond in links["solo"].items():
-                vals = [_mean_of_flows(tr)[0] for tr in cond_runs(solo_cond)]
+            for i, solo_keys in links["solo"].items():
+                vals = [_mean_of_flows(tr)[0] for tr in runs_of(solo_keys)]
                 vals = [v for v in vals if v is not None]
                 if vals:
                     solo_means[int(i)] = float(np.mean(vals))

@@ -130,8 +130,10 @@ class Campaign:
     mode: str
     backend: str = "sim"
     tasks: list[Task] = field(default_factory=list)
-    #: main condition id -> {"calibration": {cca: condition id}, "solo": {flow entry index: condition id}}
-    links: dict[str, dict[str, dict[Any, str]]] = field(default_factory=dict)
+    #: main condition id -> {"calibration": {cca: [run keys]}, "solo": {flow entry index: [run keys]}}.
+    #: Keys, not condition ids: a calibration run that is physically identical to a
+    #: main run (reno vs reno is reno's self-competition) is planned once and shared.
+    links: dict[str, dict[str, dict[Any, list[str]]]] = field(default_factory=dict)
 
     @property
     def conditions(self) -> list[str]:
@@ -235,23 +237,25 @@ def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "s
     camp = Campaign(name=base.name, source=source, base=doc, sweep=sweep, mode=mode, backend=backend)
     planned: set[str] = set()
 
-    def add(kind: str, d: dict[str, Any], point: dict[str, Any], label: str, **extra: Any) -> str:
+    def add(kind: str, d: dict[str, Any], point: dict[str, Any], label: str, **extra: Any) -> tuple[str, list[str]]:
         model = Scenario.from_dict(d, source=f"{source} [{label}]")
         cond = _condition_id(d, kind)
+        keys = []
         for k in range(model.runs):
             seed = derive_seed(model.seed, k)
             key = run_key(model.resolve(seed=seed), seed, backend)
+            keys.append(key)
             if key in planned:
                 continue
             planned.add(key)
             camp.tasks.append(Task(key=key, kind=kind, condition=cond, point=point, label=label, run_index=k, seed=seed, scenario=d, **extra))
-        return cond
+        return cond, keys
 
     for point in _points(sweep, mode, source):
         d = apply_point(doc, point, source=source)
         label = _label(point)
-        main = add(MAIN, d, point, label)
-        links: dict[str, dict[Any, str]] = camp.links.setdefault(main, {"calibration": {}, "solo": {}})
+        main, _ = add(MAIN, d, point, label)
+        links: dict[str, dict[Any, list[str]]] = camp.links.setdefault(main, {"calibration": {}, "solo": {}})
         model = Scenario.from_dict(d, source=f"{source} [{label}]")
         if model.analysis.nru:
             seen_cca: set[str] = set()
@@ -261,10 +265,10 @@ def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "s
                 if sig in seen_cca:
                     continue
                 seen_cca.add(sig)
-                links["calibration"][f["cca"]] = add(CALIBRATION, _calibration_doc(d, entry), point, f"{label} | calibration {f['cca']}", for_cca=f["cca"])
+                links["calibration"][f["cca"]] = add(CALIBRATION, _calibration_doc(d, entry), point, f"{label} | calibration {f['cca']}", for_cca=f["cca"])[1]
         if model.analysis.harm:
             for i, f in enumerate(d["flows"]):
-                links["solo"][i] = add(SOLO, _solo_doc(d, i), point, f"{label} | solo flow {i} ({f['cca']})", for_flow=i)
+                links["solo"][i] = add(SOLO, _solo_doc(d, i), point, f"{label} | solo flow {i} ({f['cca']})", for_flow=i)[1]
     return camp
 
 

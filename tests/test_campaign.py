@@ -1,0 +1,245 @@
+"""Campaigns: sweep expansion, derived seeds, content addressing, the store, resume
+after SIGKILL, executor equivalence, catalog queries and the report."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fairlab.campaign.execute import run_campaign
+from fairlab.campaign.plan import CALIBRATION, MAIN, SOLO, derive_seed, expand, set_path
+from fairlab.campaign.store import Store, StoreError
+from fairlab.scenario import ScenarioError
+
+TINY = {
+    "name": "tiny",
+    "duration": "12s",
+    "interval": "1s",
+    "window": ["4s", "12s"],
+    "seed": 7,
+    "runs": 2,
+    "bottleneck": {"rate": "10Mbit", "buffer": "100%bdp"},
+    "flows": [{"cca": "reno", "rtt": "20ms"}, {"cca": "cubic", "rtt": "20ms", "start": "2s"}],
+}
+
+
+def doc(**extra):
+    d = {k: (v.copy() if isinstance(v, dict) else v) for k, v in TINY.items()}
+    d.update(extra)
+    return d
+
+
+def test_product_sweep_times_runs():
+    c = expand(doc(sweep={"flows[*].rtt": ["10ms", "20ms", "40ms"], "bottleneck.buffer": ["50%bdp", "100%bdp"]}))
+    assert len(c.conditions) == 6
+    assert c.count(MAIN) == 12
+    # every flow got the swept RTT
+    for t in c.tasks:
+        rtts = {f["rtt"] for f in t.scenario["flows"]}
+        assert len(rtts) == 1
+
+
+def test_zip_sweep_pairs_lists_and_refuses_unequal_lengths():
+    c = expand(doc(sweep={"flows[0].rtt": ["10ms", "20ms"], "flows[1].rtt": ["30ms", "40ms"], "mode": "zip"}))
+    assert [(t.scenario["flows"][0]["rtt"], t.scenario["flows"][1]["rtt"]) for t in c.tasks if t.run_index == 0] == [("10ms", "30ms"), ("20ms", "40ms")]
+    with pytest.raises(ScenarioError, match="lists of one length"):
+        expand(doc(sweep={"flows[0].rtt": ["10ms"], "flows[1].rtt": ["30ms", "40ms"], "mode": "zip"}))
+
+
+def test_grouped_axis_assigns_several_paths_together():
+    c = expand(doc(runs=1, sweep={"pair": [{"flows[0].cca": "reno", "flows[1].cca": "bic"}, {"flows[0].cca": "bic", "flows[1].cca": "reno"}]}))
+    assert [[f["cca"] for f in t.scenario["flows"]] for t in c.tasks] == [["reno", "bic"], ["bic", "reno"]]
+    assert c.tasks[0].label == "pair=reno/bic"
+
+
+def test_bad_sweep_paths_name_the_problem():
+    with pytest.raises(ScenarioError, match="index 5 does not exist"):
+        expand(doc(sweep={"flows[5].rtt": ["10ms"]}))
+    with pytest.raises(ScenarioError, match="field `flows\\[0\\].rtt`"):
+        expand(doc(sweep={"flows[0].rtt": ["ten ms"]}))
+    d = {"a": [{"b": 1}]}
+    set_path(d, "a[0].b", 2, source="x")
+    assert d == {"a": [{"b": 2}]}
+
+
+def test_seeds_are_derived_deterministically_and_shared_across_conditions():
+    assert derive_seed(7, 0) == 7
+    seeds = [derive_seed(7, k) for k in range(50)]
+    assert len(set(seeds)) == 50 and seeds == [derive_seed(7, k) for k in range(50)]
+    c = expand(doc(sweep={"flows[*].rtt": ["10ms", "20ms"]}))
+    by_cond = {}
+    for t in c.tasks:
+        by_cond.setdefault(t.condition, []).append(t.seed)
+    assert len({tuple(v) for v in by_cond.values()}) == 1  # common random numbers
+
+
+def test_content_address_changes_with_scenario_seed_and_backend():
+    a = expand(doc(runs=1)).tasks[0].key
+    assert expand(doc(runs=1)).tasks[0].key == a
+    assert expand(doc(runs=1, seed=8)).tasks[0].key != a
+    assert expand(doc(runs=1, duration="13s")).tasks[0].key != a
+    assert expand(doc(runs=1), backend="live").tasks[0].key != a
+    # the name is not part of the physics, but it is part of the resolved scenario
+    assert expand(doc(runs=1, name="other")).tasks[0].key != a
+
+
+def test_calibration_and_solo_runs_are_derived_once():
+    # seed 000 §V-A: each control against itself under the same conditions
+    c = expand(doc(runs=1, analysis={"nru": True, "harm": True}, sweep={"flows[1].cca": ["reno", "cubic"]}))
+    cal = [t for t in c.tasks if t.kind == CALIBRATION]
+    # reno-vs-reno IS the first main condition, so its self-competition run is that
+    # main run, planned once; cubic's is a new run
+    assert [tuple(f["cca"] for f in t.scenario["flows"]) for t in cal] == [("cubic", "cubic")]
+    main_keys = {t.key for t in c.tasks if t.kind == MAIN}
+    reno_cal = {k for links in c.links.values() for k in links["calibration"]["reno"]}
+    assert reno_cal <= main_keys
+    solo = [t for t in c.tasks if t.kind == SOLO]
+    assert all(len(t.scenario["flows"]) == 1 for t in solo)
+    for cond, links in c.links.items():
+        assert set(links["calibration"]) <= {"reno", "cubic"}
+
+
+def _samples_by_key(store):
+    return {k: store.load(k).samples for k in sorted(store.done_keys())}
+
+
+def test_executors_give_bit_identical_results(tmp_path):
+    camp = expand(doc(sweep={"flows[*].rtt": ["10ms", "30ms"]}))
+    serial = Store(tmp_path / "serial")
+    pool = Store(tmp_path / "pool")
+    r1 = run_campaign(camp, serial, workers=1)
+    r2 = run_campaign(camp, pool, workers=2)
+    assert r1.done == r2.done == 4 and r1.failed == r2.failed == 0
+    a, b = _samples_by_key(serial), _samples_by_key(pool)
+    assert a.keys() == b.keys()
+    for k in a:
+        pd.testing.assert_frame_equal(a[k], b[k])
+
+
+def test_dask_local_cluster_matches_the_process_pool(tmp_path):
+    pytest.importorskip("distributed", reason="Dask execution needs the `distributed` package")
+    camp = expand(doc(runs=1, sweep={"flows[*].rtt": ["10ms", "30ms"]}))
+    pool = Store(tmp_path / "pool")
+    dask = Store(tmp_path / "dask")
+    run_campaign(camp, pool, workers=1)
+    run_campaign(camp, dask, dask="local", workers=2)
+    a, b = _samples_by_key(pool), _samples_by_key(dask)
+    assert a.keys() == b.keys()
+    for k in a:
+        pd.testing.assert_frame_equal(a[k], b[k])
+
+
+def test_a_second_start_skips_finished_runs(tmp_path):
+    camp = expand(doc())
+    store = Store(tmp_path / "c")
+    assert run_campaign(camp, store, workers=1).done == 2
+    again = run_campaign(camp, store, workers=1)
+    assert again.skipped == 2 and again.done == 0
+
+
+def test_a_store_refuses_a_different_campaign(tmp_path):
+    store = Store(tmp_path / "c")
+    run_campaign(expand(doc(runs=1)), store, workers=1)
+    with pytest.raises(StoreError, match="different campaign"):
+        run_campaign(expand(doc(runs=1, name="other")), store, workers=1)
+
+
+def test_failed_runs_are_recorded_and_the_campaign_goes_on(tmp_path):
+    # An unknown qdisc is only detected by the engine: that run fails, the other runs.
+    camp = expand(doc(runs=1, sweep={"bottleneck.qdisc": ["droptail", "no-such-qdisc"]}))
+    store = Store(tmp_path / "c")
+    rep = run_campaign(camp, store, workers=1)
+    assert rep.done == 1 and rep.failed == 1
+    (fail,) = store.failures()
+    assert "no-such-qdisc" in fail["reason"] and "known:" in fail["reason"]
+
+
+def test_catalog_query_and_open_campaign(tmp_path):
+    from fairlab.campaign.store import open_campaign
+
+    store = Store(tmp_path / "c")
+    run_campaign(expand(doc()), store, workers=1)
+    df = store.query("SELECT count(*) AS n FROM runs")
+    assert int(df["n"][0]) == 2
+    frames = open_campaign(tmp_path / "c")
+    assert set(frames) == {"runs", "flows", "samples", "bottleneck", "summaries"}
+    # every run has both flows' samples; cubic starts at ~2 s so has fewer
+    per_flow = frames["samples"].groupby(["run_key", "flow"]).size()
+    assert (per_flow.xs(0, level="flow") == 12).all()
+    assert (per_flow.xs(1, level="flow") == 10).all()
+    with pytest.raises(StoreError, match="SQL error"):
+        store.query("SELECT nope FROM runs")
+
+
+CAMPAIGN_TOML = """
+name = "killme"
+duration = "60s"
+window = ["10s", "60s"]
+seed = 3
+runs = 3
+
+[bottleneck]
+rate = "40Mbit"
+buffer = "100%bdp"
+
+[[flows]]
+cca = "reno"
+rtt = "50ms"
+
+[[flows]]
+cca = "cubic"
+rtt = "50ms"
+start = "5s"
+
+[sweep]
+"flows[*].rtt" = ["20ms", "50ms", "80ms", "120ms"]
+"""
+
+
+def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
+    """A campaign killed with SIGKILL and restarted ends with exactly the results of an
+    uninterrupted run, and never leaves a half-written run file (DESIGN.md)."""
+    spec = tmp_path / "c.toml"
+    spec.write_text(CAMPAIGN_TOML)
+    killed, clean = tmp_path / "killed", tmp_path / "clean"
+    cmd = [sys.executable, "-c", "from fairlab.cli import main; main()", "run", str(spec), "--workers", "1", "--out"]
+    proc = subprocess.Popen([*cmd, str(killed)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(list((killed / "runs").glob("*.parquet"))) < 3:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    partial = Store(killed).done_keys()
+    assert 3 <= len(partial) < 12, "the kill should land mid-campaign"
+    # no temporary or truncated files count as runs
+    for p in (killed / "runs").glob("*.parquet"):
+        Store(killed).load(p.stem)
+    subprocess.run([*cmd, str(killed)], check=True, capture_output=True)
+    subprocess.run([*cmd, str(clean)], check=True, capture_output=True)
+    a, b = _samples_by_key(Store(killed)), _samples_by_key(Store(clean))
+    assert len(a) == len(b) == 12
+    assert a.keys() == b.keys()
+    for k in a:
+        pd.testing.assert_frame_equal(a[k], b[k])
+
+
+def test_report_writes_tables_and_figures(tmp_path):
+    from fairlab.report.campaign_report import write_report
+
+    d = doc(analysis={"nru": True, "harm": True, "epoch": "2s"}, sweep={"flows[*].rtt": ["10ms", "30ms"]})
+    store = Store(tmp_path / "c")
+    run_campaign(expand(d), store, workers=1)
+    out = write_report(tmp_path / "c")
+    md = out["markdown"].read_text()
+    for heading in ("Throughput", "Jain's fairness index", "System NRU tuples", "Convergence time", "harm", "Fairness vs RTT"):
+        assert heading in md
+    html = out["html"].read_text()
+    assert "data:image/png;base64," in html  # self-contained
+    pngs = list(out["figures"].glob("*.png"))
+    assert len(pngs) >= 4 and all(p.read_bytes()[:4] == b"\x89PNG" for p in pngs)
+    assert list(out["figures"].glob("*.svg"))

@@ -68,8 +68,9 @@ test-py: install ## Python tests
 	$(PY) -m pytest -q
 
 .PHONY: demo
-demo: system-deps install ## Build, then analyse the shipped iperf3 recordings and write a report to out/demo
-	$(VENV)/bin/fairlab demo --out $(OUT)/demo
+demo: system-deps install ## Build, then reproduce seed 001 (CCID2 vs NewReno/BIC/CUBIC) in quick form and write its report
+	$(VENV)/bin/fairlab reproduce bhatti2008-dccp --quick --out $(OUT)/bhatti2008-dccp-quick
+	@echo "open $(OUT)/bhatti2008-dccp-quick/report.html (or report.md) to see the tables and figures"
 
 .PHONY: bench
 bench: install ## Benchmarks (simulator S1-S3, metrics); figures go to bench/RESULTS.md by hand

@@ -64,3 +64,40 @@ def preset_document(name: str, *, quick: bool = False) -> dict[str, Any]:
                 doc[key] = value
         doc["name"] = f"{doc['name']}-quick"
     return doc
+
+
+def kernel_ccas() -> set[str]:
+    """Congestion controls this machine's kernel offers (empty if unreadable)."""
+    try:
+        with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as fh:
+            return set(fh.read().split())
+    except OSError:
+        return set()
+
+
+def live_document(name: str, doc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Adapt a preset for the live backend: only controls the kernel has, and a size
+    this machine can sustain. Returns the document and notes saying what changed."""
+    doc = copy.deepcopy(doc)
+    notes: list[str] = []
+    have = kernel_ccas()
+    if name == "bhatti2008-dccp":
+        notes.append(PRESETS[name].live_note + "; the pairs are NewReno vs CUBIC in both start orders (and BIC where the kernel has it)")
+        pairs = [("reno", "cubic"), ("cubic", "reno"), ("reno", "bic"), ("bic", "reno")]
+        kept = [p for p in pairs if set(p) <= have]
+        dropped = sorted({c for p in pairs for c in p} - have)
+        if dropped:
+            notes.append(f"this kernel lacks {', '.join(dropped)} (available: {', '.join(sorted(have)) or 'unknown'}), so those pairs are left out")
+        doc["sweep"]["pair"] = [{"flows[0].cca": a, "flows[1].cca": b} for a, b in kept]
+        for f in doc["flows"]:
+            f.pop("params", None)
+        # Real time: a full campaign would take hours of wall clock.
+        doc["sweep"]["flows[*].rtt"] = ["25ms", "100ms", "200ms"]
+        doc["runs"] = min(int(doc.get("runs", 1)), 2)
+        doc["duration"] = "120s"
+        doc["window"] = ["60s", "120s"]
+        doc.setdefault("analysis", {})["harm"] = False
+        notes.append("live: 3 RTTs, at most 2 runs, 120 s runs analysed over 60–120 s (wall-clock time is real), no solo runs")
+        doc["name"] = doc["name"] + "-live"
+        return doc, notes
+    raise ScenarioError(f"preset {name!r} has no live variant; live presets: bhatti2008-dccp")

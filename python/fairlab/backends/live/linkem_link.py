@@ -16,6 +16,7 @@ target directory as `cargo metadata` reports it; the repository's
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -77,13 +78,16 @@ def _cargo_target_dir() -> Path | None:
 
 
 def linkem_version(binary: str) -> str | None:
-    """What ``linkem --version`` prints, or None."""
+    """What ``linkem --version`` prints; when it has no such flag, the binary's
+    content hash (``sha256:…``, 12 hex digits), which identifies the build."""
     try:
         cp = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10, check=False)
+        out = (cp.stdout or cp.stderr).strip().splitlines()
+        if cp.returncode == 0 and out:
+            return out[0]
+        return "sha256:" + hashlib.sha256(Path(binary).read_bytes()).hexdigest()[:12]
     except (OSError, subprocess.TimeoutExpired):
         return None
-    out = (cp.stdout or cp.stderr).strip().splitlines()
-    return out[0] if cp.returncode == 0 and out else None
 
 
 def known_qdiscs() -> list[str] | None:
@@ -198,6 +202,6 @@ def bottleneck_samples(stats: pd.DataFrame, *, zero_offset_s: float, run: int, i
         reasons = pd.DataFrame(list(s["drops_by_reason"].apply(lambda d: d if isinstance(d, dict) else {})))
         for col in reasons.columns:
             out[f"drops_{col}"] = np.diff(reasons[col].fillna(0).to_numpy(dtype=np.int64), prepend=0)
-    keep = (out["t"] > 1e-9) & (out["t"] <= end_s + interval_s)
+    keep = (out["t"] > 1e-9) & (out["t"] <= end_s + 0.5 * interval_s)
     out = out[keep].reset_index(drop=True)
     return out if not out.empty else None

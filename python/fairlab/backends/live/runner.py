@@ -324,7 +324,12 @@ def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabi
                          f"in {time.monotonic() - t_setup:.2f} s")
 
     t0 = time.monotonic() + LEAD_S
-    t0_epoch = time.time() + LEAD_S
+    if linkem_ready_epoch is not None:
+        # Put scenario time 0 a whole number of intervals after linkem's `ready`, so
+        # its samples (at k·interval from `ready`) fall on the flows' sample grid.
+        ready_mono = time.monotonic() - (time.time() - linkem_ready_epoch)
+        t0 = ready_mono + math.ceil((t0 - ready_mono) / interval_s) * interval_s
+    t0_epoch = time.time() + (t0 - time.monotonic())
     grace = 5.0 + 4 * max(f["rtt_ns"] for f in specs) / 1e9
     deadline = t0 + max(fl.offset_s + fl.seconds for fl in flows) + grace
     pending = sorted(flows, key=lambda x: x.offset_s)
@@ -559,18 +564,16 @@ def _realign(tr: Trace, flows: list[_Flow], t0_epoch: float, run_index: int) -> 
 
 
 def _achieved_goodput(trace: Trace, flows: list[_Flow], interval_s: float, rate_bps: float) -> tuple[float | None, float]:
-    """Mean summed throughput while every backlogged flow (no --bytes) runs, leaving
-    out the first second (slow start), and its share of ``rate_bps``; (None, 1.0)
-    when there is no such span."""
-    backlogged = [fl for fl in flows if fl.spec["bytes"] is None]
+    """Mean summed throughput over the sample times at which every backlogged flow
+    (no --bytes) has a sample, leaving out the first second of that span (slow
+    start), and its share of ``rate_bps``; (None, 1.0) when there is no such span."""
+    backlogged = [fl.index for fl in flows if fl.spec["bytes"] is None]
     if not backlogged:
         return None, 1.0
-    lo = max(fl.offset_s for fl in backlogged) + max(interval_s, 1.0)
-    hi = min(fl.offset_s + fl.seconds for fl in backlogged)
-    if hi - lo < interval_s:
+    m = trace.matrix()
+    m = m[[c for c in m.columns if int(c) in backlogged]].dropna()
+    skip = int(math.ceil(1.0 / interval_s - 1e-9))
+    if len(m) <= skip:
         return None, 1.0
-    m = trace.window(lo, hi + 0.5 * interval_s).matrix()
-    if m.empty:
-        return None, 1.0
-    total = float(m.sum(axis=1, min_count=1).mean())
+    total = float(m.iloc[skip:].sum(axis=1).mean())
     return total, total / rate_bps

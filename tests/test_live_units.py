@@ -1,0 +1,243 @@
+"""The live backend's pure parts: preflight error sentences, path choice, argument
+lists, linkem config and stats, the kernel path's tc commands, cleanup's name rule.
+No root needed; nothing here touches the system (the capability object is built by
+hand so each error can be provoked on any machine)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fairlab.backends.live import capabilities, iperf, kernel_link, linkem_link, netns, runner
+from fairlab.backends.live.errors import LiveError
+from fairlab.scenario import Scenario
+
+
+def scenario(**over) -> Scenario:
+    doc = {
+        "name": "unit",
+        "duration": "8s",
+        "bottleneck": {"rate": "50Mbit", "buffer": "100%bdp"},
+        "flows": [{"cca": "cubic", "rtt": "20ms"}, {"cca": "reno", "rtt": "40ms"}],
+    }
+    for k, v in over.items():
+        if k == "bottleneck":
+            doc["bottleneck"] = {**doc["bottleneck"], **v}
+        else:
+            doc[k] = v
+    return Scenario.from_dict(doc)
+
+
+def caps(**over) -> capabilities.Capabilities:
+    c = capabilities.Capabilities(
+        root=True,
+        kernel="6.18.0-test",
+        iperf3="/usr/bin/iperf3",
+        iperf3_version="3.12",
+        tools={"ip": "/usr/sbin/ip", "tc": "/usr/sbin/tc", "ethtool": "/usr/sbin/ethtool", "sysctl": "/usr/sbin/sysctl"},
+        pyroute2="0.9.7",
+        ccas=["reno", "bbr", "cubic"],
+        qdiscs={"netem": False, "tbf": True, "htb": True, "pfifo": True, "bfifo": True, "red": False},
+        linkem="/opt/linkem",
+        linkem_version="sha256:0123456789ab",
+        linkem_how="from $FAIRLAB_LINKEM",
+    )
+    return dataclasses.replace(c, **over)
+
+
+# ----------------------------------------------------------------- error sentences
+def test_not_root_says_run_as_root_or_use_sim():
+    with pytest.raises(LiveError) as e:
+        runner.preflight(scenario(), caps(root=False))
+    assert str(e.value) == "live runs need root to create network namespaces; run as root or use --backend sim"
+
+
+def test_missing_iperf3_says_how_to_install():
+    with pytest.raises(LiveError, match=r"install it: apt-get install iperf3"):
+        runner.preflight(scenario(), caps(iperf3=None))
+
+
+def test_missing_cca_lists_the_kernels_controls():
+    s = scenario(flows=[{"cca": "vegas", "rtt": "20ms"}])
+    with pytest.raises(LiveError) as e:
+        runner.preflight(s, caps())
+    msg = str(e.value)
+    assert "'vegas'" in msg and "tcp_available_congestion_control" in msg and "reno bbr cubic" in msg
+    assert "\n" not in msg
+
+
+def test_ccid2_says_dccp_was_removed_from_linux_6():
+    s = scenario(flows=[{"cca": "ccid2", "rtt": "20ms"}])
+    with pytest.raises(LiveError) as e:
+        runner.preflight(s, caps())
+    msg = str(e.value)
+    assert "DCCP was removed from Linux 6.x" in msg and "reno bbr cubic" in msg and "--backend sim" in msg
+
+
+def test_neither_path_says_what_is_missing():
+    with pytest.raises(LiveError) as e:
+        runner.preflight(scenario(), caps(linkem=None, linkem_how="not found (build it with `cargo build --release -p linkem`)"))
+    msg = str(e.value)
+    assert msg.startswith("neither emulation path can run this scenario")
+    assert "netem" in msg and "no linkem binary" in msg and "cargo build --release -p linkem" in msg
+
+
+def test_qdisc_linkem_does_not_know(monkeypatch):
+    monkeypatch.setattr(linkem_link, "known_qdiscs", lambda: ["droptail", "red"])
+    with pytest.raises(LiveError, match=r"linkem does not know the qdisc 'sfb' \(it knows: droptail, red\)"):
+        runner.preflight(scenario(bottleneck={"qdisc": "sfb"}), caps())
+
+
+def test_interval_outside_iperf3s_range_is_refused():
+    with pytest.raises(LiveError, match="iperf3 reports every 0.1 to 60 s"):
+        runner.preflight(scenario(interval="50ms"), caps())
+
+
+# ----------------------------------------------------------------- path choice
+def test_linkem_is_chosen_when_netem_is_missing_and_the_reason_is_recorded():
+    choice = runner.preflight(scenario(), caps())
+    assert choice.path == "linkem" and "netem" in choice.why
+
+
+def test_kernel_is_chosen_when_every_qdisc_is_there():
+    full = {q: True for q in capabilities.QDISC_PROBES}
+    choice = runner.preflight(scenario(bottleneck={"qdisc": "red", "params": {"max_p": 0.1, "ecn": True}}), caps(qdiscs=full))
+    assert choice.path == "kernel" and "red" in choice.why
+
+
+def test_kernel_path_refuses_params_it_cannot_translate():
+    full = {q: True for q in capabilities.QDISC_PROBES}
+    choice = runner.preflight(scenario(bottleneck={"qdisc": "red", "params": {"gentle": True}}), caps(qdiscs=full))
+    assert choice.path == "linkem" and "gentle" in choice.why
+
+
+def test_forcing_an_impossible_path_says_why():
+    with pytest.raises(LiveError, match="kernel emulation path was asked for.*netem"):
+        runner.preflight(scenario(), caps(), emulation="kernel")
+
+
+# ----------------------------------------------------------------- argument lists
+def test_client_and_server_are_argument_lists_with_the_run_dir_in_them(tmp_path):
+    spec = iperf.ClientSpec(server_ip="10.200.1.254", port=5202, cca="reno", interval_s=0.5, seconds=8, nbytes=1_000_000)
+    argv = iperf.client_args("/usr/bin/iperf3", spec, tmp_path / "fl-3f9a" / "flow-1.json")
+    assert argv[:2] == ["/usr/bin/iperf3", "-c"]
+    joined = " ".join(argv)
+    for part in ("-p 5202", "-C reno", "-J", "-i 0.5", "-t 8", "--bytes 1000000", "fl-3f9a/flow-1.json"):
+        assert part in joined
+    assert all(" " not in a for a in argv if not a.startswith(str(tmp_path)))
+    srv = iperf.server_args("iperf3", 5202, Path("/x/fl-3f9a/server-1.json"))
+    assert srv == ["iperf3", "-s", "-p", "5202", "-1", "-J", "--logfile", "/x/fl-3f9a/server-1.json"]
+
+
+def test_seconds_are_whole_and_at_least_one():
+    assert iperf.seconds_for(0, 8_000_000_000) == 8
+    assert iperf.seconds_for(2_000_000_000, 8_400_000_000) == 6
+    assert iperf.seconds_for(0, 300_000_000) == 1
+
+
+def test_version_and_listening_ports_parse():
+    assert iperf.parse_version("iperf 3.12 (cJSON 1.7.15)\nLinux vm") == "3.12"
+    assert iperf.listening_ports("LISTEN 0 4096 *:5201 *:*\nLISTEN 0 4096 0.0.0.0:5202 0.0.0.0:*\n") == {5201, 5202}
+
+
+# ----------------------------------------------------------------- topology facts
+def fake_topo(n: int = 2) -> netns.Dumbbell:
+    rid = "fl-3f9a"
+    return netns.Dumbbell(
+        run_id=rid, subnet="10.200.1.0/24", router_ns=f"{rid}-r",
+        receiver=netns.Endpoint(f"{rid}-d", f"{rid}-d", "10.200.1.254", 1500),
+        senders=[netns.Endpoint(f"{rid}-s{i}", f"{rid}-s{i}", f"10.200.1.{i + 1}", 1500) for i in range(n)],
+        router_sender_ports=[f"{rid}-r{i}" for i in range(n)], router_receiver_port=f"{rid}-rd",
+    )
+
+
+def test_names_carry_the_run_id_and_fit_ifnamsiz():
+    t = fake_topo(3)
+    for name in [*t.namespaces, *t.router_sender_ports, t.router_receiver_port]:
+        assert netns.owner(name) == "fl-3f9a" and len(name) <= 15
+    assert netns.owner("fl-3f9a-s9999") == "fl-3f9a" and len("fl-3f9a-s9999") <= 15
+
+
+def test_cleanup_name_rule_touches_only_fl_hex_names():
+    for ok in ("fl-3f9a-s0", "fl-00ff-rd", "fl-deadbeef-probe"):
+        assert netns.owner(ok) is not None
+    for not_ours in ("fl-zzzz-s0", "fl-rec-605d-s", "decoy", "fl-3f9a", "xfl-3f9a-s0", "fl-3F9A-s0", "eth0"):
+        assert netns.owner(not_ours) is None, not_ours
+
+
+def test_subnet_avoids_the_hosts_networks():
+    import ipaddress
+
+    first = netns.choose_subnet("fl-3f9a", avoid=[])
+    again = netns.choose_subnet("fl-3f9a", avoid=[first])
+    assert first.prefixlen == 24 and first.is_private and again != first
+    assert not again.overlaps(first) and again.subnet_of(ipaddress.IPv4Network("10.192.0.0/10"))
+
+
+def test_linkem_config_matches_the_contract():
+    s = scenario()
+    r = s.resolve(seed=7)
+    cfg = linkem_link.config(r, fake_topo(2), seed=7)
+    assert set(cfg) == {"run_id", "sender_ports", "receiver_port", "rate_bps", "reverse_rate_bps", "buffer", "qdisc",
+                        "params", "seed", "sample_interval_ns", "mean_packet_bytes", "reference_rtt_ns"}
+    assert cfg["sender_ports"] == [{"iface": "fl-3f9a-r0", "one_way_delay_ns": 10_000_000},
+                                   {"iface": "fl-3f9a-r1", "one_way_delay_ns": 20_000_000}]
+    assert cfg["receiver_port"] == {"iface": "fl-3f9a-rd"}
+    assert cfg["rate_bps"] == 50_000_000 and cfg["reverse_rate_bps"] is None
+    # 100% BDP at the largest RTT (40 ms): 50e6 * 0.04 / 8 bytes.
+    assert cfg["buffer"] == {"bytes": 250_000} and cfg["reference_rtt_ns"] == 40_000_000
+    assert cfg["mean_packet_bytes"] == 1500 and cfg["seed"] == 7 and cfg["sample_interval_ns"] == 1_000_000_000
+
+
+def test_bottleneck_samples_are_per_interval_differences_on_the_trace_clock():
+    stats = pd.DataFrame({
+        "t_ns": [1_000_000_000, 2_000_000_000, 3_000_000_000, 3_400_000_000],
+        "queue_bytes": [100, 200, 0, 0], "queue_pkts": [1, 2, 0, 0],
+        "drops": [3, 3, 10, 10], "marks": [0, 1, 1, 2],
+        "drops_by_reason": [{"overflow": 3}, {"overflow": 3}, {"overflow": 10}, {"overflow": 10}],
+        "forwarded_pkts": [10, 30, 60, 61], "forwarded_bytes": [1, 2, 3, 4],
+    })
+    b = linkem_link.bottleneck_samples(stats, zero_offset_s=-0.5, run=2, interval_s=1.0, end_s=2.0)
+    assert b["t"].tolist() == pytest.approx([0.5, 1.5, 2.5])  # 2.9 (the shutdown line) is past the run's end + half an interval
+    assert b["drops"].tolist() == [3, 0, 7] and b["marks"].tolist() == [0, 1, 0]
+    assert b["drops_overflow"].tolist() == [3, 0, 7] and b["forwarded_pkts"].tolist() == [10, 20, 30]
+    assert (b["run"] == 2).all()
+
+
+def test_socket_buffers_default_to_twice_the_full_queue_bdp():
+    r = scenario().resolve()
+    # 50 Mbit/s x 20 ms / 8 = 125,000 B, plus the 250,000 B buffer, doubled.
+    assert runner.socket_buffer_max(r, 20_000_000) == 750_000
+
+
+# ----------------------------------------------------------------- kernel path (commands only)
+def test_kernel_path_commands_delay_both_ends_and_shape_the_receiver_port():
+    r = scenario().resolve()
+    cmds = kernel_link.commands(r, fake_topo(2), "tbf")
+    netem = [(ns, a) for ns, a in cmds if "netem" in a]
+    assert len(netem) == 4
+    assert ("fl-3f9a-s0", ["tc", "qdisc", "replace", "dev", "fl-3f9a-s0", "root", "netem", "delay", "10000us", "limit",
+                           netem[0][1][-1]]) in netem
+    assert any(ns == "fl-3f9a-r" and a[4] == "fl-3f9a-r1" and "20000us" in a for ns, a in netem)
+    assert all(int(a[-1]) >= 10_000 for _, a in netem)
+    tbf = next(a for _, a in cmds if "tbf" in a)
+    assert tbf[4] == "fl-3f9a-rd" and "50000000bit" in tbf
+    child = cmds[-1][1]
+    assert child[child.index("10:") + 1:] == ["bfifo", "limit", "250000"]
+
+
+def test_kernel_path_htb_and_aqm_children():
+    r = scenario(bottleneck={"qdisc": "codel", "params": {"target": 5_000_000, "ecn": True}}).resolve()
+    cmds = kernel_link.commands(r, fake_topo(1), "htb")
+    assert any("class" in a and "htb" in a for _, a in cmds)
+    child = cmds[-1][1]
+    assert child[child.index("10:") + 1:][:1] == ["codel"] and "5000us" in child and "ecn" in child
+
+
+def test_kernel_requirements():
+    assert kernel_link.requirements(scenario().resolve()).qdiscs == ["netem", "tbf|htb", "bfifo"]
+    assert "blue" in (kernel_link.requirements(scenario(bottleneck={"qdisc": "blue"}).resolve()).unsupported or "")
+    assert kernel_link.missing_qdiscs(kernel_link.Requirements(["netem", "tbf|htb"]), {"tbf": True}) == ["netem"]

@@ -40,6 +40,12 @@ pub struct Health {
     pub truncated: u64,
     /// Loop iterations (a measure of how busy the loop was).
     pub iterations: u64,
+    /// Largest lateness of a due bridge event when the loop got to it.
+    pub max_late_ns: u64,
+    /// Due events handled more than 100 µs late.
+    pub late_over_100us: u64,
+    /// Due events handled more than 1 ms late.
+    pub late_over_1ms: u64,
 }
 
 /// The ports, in bridge order (senders, then the receiver).
@@ -88,6 +94,7 @@ pub fn run(bridge: &mut Bridge, ports: &Ports, mut stats: Option<BufWriter<File>
         so.flush()?;
     }
     let start_ns = sys::monotonic_ns();
+    let spin_ns: u64 = std::env::var("LINKEM_SPIN_NS").ok().and_then(|v| v.parse().ok()).unwrap_or(SPIN_NS);
     let mut block = false;
     loop {
         health.iterations += 1;
@@ -140,6 +147,12 @@ pub fn run(bridge: &mut Bridge, ports: &Ports, mut stats: Option<BufWriter<File>
             }
         }
 
+        if let Some(due) = bridge.next_wakeup().filter(|&t| t <= now) {
+            let late = (now - due).as_nanos();
+            health.max_late_ns = health.max_late_ns.max(late);
+            health.late_over_100us += u64::from(late > 100_000);
+            health.late_over_1ms += u64::from(late > 1_000_000);
+        }
         bridge.poll(now, &mut out);
         send_all(ports, &mut out, &mut scratch, &mut health);
 
@@ -153,9 +166,9 @@ pub fn run(bridge: &mut Bridge, ports: &Ports, mut stats: Option<BufWriter<File>
         // Next deadline: the bridge's next event or the next stats sample.
         let next = bridge.next_wakeup().map_or(schedule.next_due(), |t| t.min(schedule.next_due()));
         let until = next.as_nanos().saturating_sub(now.as_nanos());
-        block = until > SPIN_NS;
+        block = until > spin_ns;
         if block {
-            timer.arm_at(start_ns + next.as_nanos() - SPIN_NS)?;
+            timer.arm_at(start_ns + next.as_nanos() - spin_ns)?;
         }
     }
 }

@@ -140,7 +140,7 @@ fn main() -> ExitCode {
             let c = bridge.counters();
             let t = bridge.totals();
             eprintln!(
-                "linkem: run {} stopped: forwarded {} pkts / {} B, qdisc drops {}, marks {}, reverse {} pkts ({} dropped), flooded {}, flows {}, tx errors {}{}, gso aggregates {}, truncated {}, iterations {}",
+                "linkem: run {} stopped: forwarded {} pkts / {} B, qdisc drops {}, marks {}, reverse {} pkts ({} dropped), flooded {}, flows {}, tx errors {}{}, gso aggregates {}, truncated {}, iterations {}, lateness max {} us (>100us: {}, >1ms: {})",
                 cfg.run_id,
                 t.forwarded_pkts,
                 t.forwarded_bytes,
@@ -154,7 +154,10 @@ fn main() -> ExitCode {
                 h.first_tx_error.map(|e| format!(" (first: {e})")).unwrap_or_default(),
                 h.gso_frames,
                 h.truncated,
-                h.iterations
+                h.iterations,
+                h.max_late_ns / 1000,
+                h.late_over_100us,
+                h.late_over_1ms
             );
             ExitCode::SUCCESS
         }

@@ -14,7 +14,7 @@ Read this first — the order of a run:
    writing ``flow-K.json`` in the run directory.
 4. Collection: `fairlab.ingest.load` reads the client files; the runner re-aligns
    them on its own launch clock (iperf3 < 3.18 stamps whole seconds only, see
-   `_realign`), adds linkem's bottleneck samples and the run's metadata.
+   `_collect`), adds linkem's bottleneck samples and the run's metadata.
 5. ``finally`` — on success, error, exception and Ctrl-C alike: every child is
    stopped (SIGTERM to its process group, then SIGKILL), then everything named after
    the run id is removed (`cleanup.cleanup(run_id)`). SIGINT/SIGTERM are ignored
@@ -376,7 +376,7 @@ def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabi
         linkem_rc = run.children.stop(run.linkem, grace=5.0)
         if linkem_rc not in (0, None):
             warn.append(f"linkem exited with code {linkem_rc} when stopped: {run.linkem.stderr_tail()}")
-    trace = _collect(flows, labels, t0_epoch, run_index)
+    trace = _collect(flows, labels, t0_epoch, run_index, interval_s)
 
     # ---- bottleneck samples (linkem's t_ns counts from when it printed `ready`)
     bottleneck = None
@@ -393,8 +393,8 @@ def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabi
     rate = float(resolved["bottleneck"]["rate_bps"])
     achieved, frac = _achieved_goodput(trace, flows, interval_s, rate)
     if achieved is not None and frac < GOODPUT_WARN_FRACTION:
-        warn.append(f"the flows together achieved {achieved / 1e6:.3g} Mbit/s, {100 * frac:.0f}% of the configured "
-                    f"{rate / 1e6:.3g} Mbit/s bottleneck: the {choice.path} path could not sustain the rate on this "
+        warn.append(f"the flows together achieved {_rate_text(achieved)}, {100 * frac:.0f}% of the configured "
+                    f"{_rate_text(rate)} bottleneck: the {choice.path} path could not sustain the rate on this "
                     "machine (or the flows were window-limited), so throughputs are not the bottleneck's shares")
     meta = dict(trace.meta)
     meta_notes = list(meta.get("notes", [])) + notes + warn
@@ -428,6 +428,10 @@ def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabi
     out = Trace.from_frames(trace.samples, trace.flows, bottleneck, meta)
     report("done", duration_s, "; ".join(warn))
     return out
+
+
+def _rate_text(bps: float) -> str:
+    return f"{bps / 1e9:.3g} Gbit/s" if bps >= 1e9 else f"{bps / 1e6:.3g} Mbit/s"
 
 
 # --------------------------------------------------------------------- set-up helpers
@@ -515,52 +519,63 @@ def _client_error(fl: _Flow) -> str:
 
 
 # --------------------------------------------------------------------- collection
-def _collect(flows: list[_Flow], labels: list[str], t0_epoch: float, run_index: int) -> Trace:
+def _collect(flows: list[_Flow], labels: list[str], t0_epoch: float, run_index: int, interval_s: float) -> Trace:
+    """Read each client's file with `fairlab.ingest.load` ON ITS OWN and put the
+    flows on the run's clock. Loading them together does not fit a live run:
+    ingest lines several files up on ``start.timestamp`` (whole seconds before
+    iperf3 3.18) and refuses files whose inferred intervals differ by a millisecond
+    (iperf3 3.12 does not record -i; a CPU-starved run reports 1.002-s intervals),
+    while the runner knows both the interval and each launch time exactly."""
     from ...ingest import IngestError, load
 
-    paths = [str(fl.logfile) for fl in flows]
-    try:
-        tr = load(paths, labels=labels)
-    except IngestError as exc:
-        raise LiveError(f"an iperf3 result of this run could not be read: {exc}") from None
-    return _realign(tr, flows, t0_epoch, run_index)
-
-
-def _realign(tr: Trace, flows: list[_Flow], t0_epoch: float, run_index: int) -> Trace:
-    """Put every flow on the run's own clock: t = 0 is scenario time 0 (when a flow
-    with start 0 and no jitter launches), and a flow's samples are shifted so its
-    test starts when the runner launched it. `fairlab.ingest` lines files up on
-    ``start.timestamp``, which iperf3 < 3.18 writes in whole seconds, so two flows
-    launched 5 ms apart across a second boundary would land 1 s apart; the runner's
-    launch clock is good to the client's start-up time (a few ms plus the TCP and
-    iperf3 handshakes, a few RTTs)."""
-    samples = tr.samples.copy()
-    fl_table = tr.flows.copy()
-    for fl in flows:
-        row = fl_table.index[fl_table["label"] == fl.label]
-        if len(row) != 1:
-            raise LiveError(f"the iperf3 file of flow {fl.label} holds {len(row)} flows, expected exactly one")
-        fid = int(fl_table.loc[row[0], "flow"])
+    parts = []
+    for fl, label in zip(flows, labels):
+        try:
+            parts.append(load([str(fl.logfile)], labels=[label]))
+        except IngestError as exc:
+            raise LiveError(f"flow {label}'s iperf3 result could not be read: {exc}") from None
+    sample_parts, flow_rows = [], []
+    notes: list[str] = []
+    for k, (fl, tr) in enumerate(zip(flows, parts)):
+        if len(tr.flows) != 1:
+            raise LiveError(f"the iperf3 file of flow {fl.label} holds {len(tr.flows)} flows, expected exactly one")
         launched = (fl.launched_epoch or t0_epoch) - t0_epoch
-        shift = launched - float(fl_table.loc[row[0], "start_s"])
-        samples.loc[samples["flow"] == fid, "t"] += shift
-        fl_table.loc[row[0], "start_s"] = launched
-        fl_table.loc[row[0], "configured_start_s"] = fl.spec["start_ns"] / 1e9
-        fl_table.loc[row[0], "min_rtt_s"] = fl_table.loc[row[0], "rtt_s"]
-        fl_table.loc[row[0], "rtt_s"] = fl.spec["rtt_ns"] / 1e9
-        fl_table.loc[row[0], "ecn"] = bool(fl.spec["ecn"])
-        fl_table.loc[row[0], "mss"] = int(fl.spec["mss"])
-        if pd.isna(fl_table.loc[row[0], "cca"]):
-            fl_table.loc[row[0], "cca"] = fl.spec["cca"]
-    fl_table["mss"] = fl_table["mss"].astype("int64")
-    fl_table["ecn"] = fl_table["ecn"].astype(bool)
-    samples["run"] = run_index
-    meta = dict(tr.meta)
-    meta["alignment"] = {"method": "the runner's launch clock (time each iperf3 client was started)",
-                         "precision_s": "a few ms plus the client's TCP and iperf3 handshakes (a few RTTs)",
-                         "ingest_alignment": tr.meta.get("alignment")}
-    meta["notes"] = [n for n in meta.get("notes", []) if "lined up by start times recorded in whole seconds" not in n]
-    return Trace.from_frames(samples, fl_table, None, meta)
+        s = tr.samples.copy()
+        row = tr.flows.iloc[0].to_dict()
+        # t from the file's own zero (its test start) to the run's clock.
+        s["t"] = s["t"] - float(row["start_s"]) + launched
+        s["flow"] = k
+        s["run"] = run_index
+        sample_parts.append(s)
+        row.update({
+            "flow": k,
+            "start_s": launched,
+            "configured_start_s": fl.spec["start_ns"] / 1e9,
+            "min_srtt_s": row.get("rtt_s"),  # iperf3's "min_rtt": the least per-interval srtt
+            "rtt_s": fl.spec["rtt_ns"] / 1e9,
+            "ecn": bool(fl.spec["ecn"]),
+            "mss": int(fl.spec["mss"]),
+        })
+        if pd.isna(row.get("cca")):
+            row["cca"] = fl.spec["cca"]
+        flow_rows.append(row)
+        notes += list(tr.meta.get("notes", []))
+    first = parts[0].meta
+    meta = {
+        "importer": first.get("importer"),
+        "ingest_format_version": first.get("ingest_format_version"),
+        "tool": "iperf3",
+        "tool_version": first.get("tool_version"),
+        "host": first.get("host"),
+        "time": first.get("time"),
+        "interval_s": interval_s,
+        "sources": [src for tr in parts for src in tr.meta.get("sources", [])],
+        "alignment": {"method": "the runner's launch clock: each file's test start is placed at the time its iperf3 "
+                                "client was started, t = 0 being scenario time 0",
+                      "precision_s": "a few ms plus the client's TCP and iperf3 handshakes (a few RTTs)"},
+        "notes": notes,
+    }
+    return Trace.from_frames(pd.concat(sample_parts, ignore_index=True), pd.DataFrame(flow_rows), None, meta)
 
 
 def _achieved_goodput(trace: Trace, flows: list[_Flow], interval_s: float, rate_bps: float) -> tuple[float | None, float]:

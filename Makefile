@@ -51,8 +51,13 @@ $(CORE_STAMP): $(VENV_STAMP) $(RUST_SOURCES) $(PY_SOURCES) pyproject.toml
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(MATURIN) develop --release --quiet --extras dev
 	@touch $@
 
+LINKEM := target/release/linkem
+$(LINKEM): $(RUST_SOURCES)
+	$(CARGO) build --release -p linkem
+	@touch $@
+
 .PHONY: install
-install: $(CORE_STAMP) ## Create .venv, build the Rust core and install fairlab into it
+install: $(CORE_STAMP) $(LINKEM) ## Create .venv, build the Rust core and linkem, install fairlab into it
 
 .PHONY: test
 test: system-deps install test-rs test-py ## Run every Rust and Python test

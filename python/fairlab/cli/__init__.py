@@ -10,7 +10,7 @@ import sys
 
 import typer
 
-from . import analyze_cmd, campaign_cmds, list_cmd, plan_cmd, run_cmd
+from . import analyze_cmd, campaign_cmds, list_cmd, live_cmd, plan_cmd, run_cmd
 from .common import USER_ERRORS, err_console
 
 app = typer.Typer(
@@ -27,6 +27,7 @@ app.command("reproduce")(campaign_cmds.reproduce)
 app.command("report")(campaign_cmds.report)
 app.command("query")(campaign_cmds.query)
 app.add_typer(list_cmd.app, name="list")
+app.add_typer(live_cmd.app, name="live")
 
 
 #: Options that take one or more values (`--calibration a.json b.json`). Click options

@@ -27,6 +27,12 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     except ImportError:  # pragma: no cover - ingest is part of the package
         pass
     try:
+        from ..backends.live.errors import LiveError
+
+        errors.append(LiveError)
+    except ImportError:  # pragma: no cover
+        pass
+    try:
         from .._core import SimulationError
 
         errors.append(SimulationError)

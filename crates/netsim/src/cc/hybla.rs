@@ -119,7 +119,8 @@ impl CongestionControl for Hybla {
         let slow = w.in_slow_start();
         let inc = if slow { rho.exp2() - 1.0 } else { rho * rho / w.cwnd as f64 };
         self.s.cents += inc;
-        let whole = self.s.cents.floor();
+        // (The epsilon keeps k additions of 1/k from landing just below 1.)
+        let whole = (self.s.cents + 1e-9).floor();
         self.s.cents -= whole;
         w.cwnd = (w.cwnd as f64 + whole).min(u32::MAX as f64 / 2.0) as u32;
         if slow && w.cwnd > w.ssthresh {

@@ -297,12 +297,15 @@ impl std::fmt::Debug for CcEntry {
 // -- modules --
 pub mod compound;
 pub mod lp;
+pub mod illinois;
+pub mod veno;
+pub mod yeah;
 pub mod westwood;
-mod seg_reno;
-pub mod vegas;
 pub mod htcp;
 pub mod hybla;
 pub mod scalable;
+mod seg_reno;
+pub mod vegas;
 pub mod bic;
 pub mod highspeed;
 pub mod bbr;
@@ -331,16 +334,28 @@ pub static REGISTRY: &[CcEntry] = &[
         build: lp::Lp::build,
     },
     CcEntry {
+        name: "illinois",
+        summary: "TCP-Illinois (Liu, Başar & Srikant 2006; Linux tcp_illinois.c): α, β from queueing delay",
+        params: illinois::IllinoisConfig::PARAMS,
+        build: illinois::Illinois::build,
+    },
+    CcEntry {
+        name: "veno",
+        summary: "TCP Veno (Fu & Liew 2003; Linux tcp_veno.c): Vegas backlog separates random from congestive loss",
+        params: veno::VenoConfig::PARAMS,
+        build: veno::Veno::build,
+    },
+    CcEntry {
+        name: "yeah",
+        summary: "YeAH-TCP (Baiocchi et al. 2007; Linux tcp_yeah.c): Scalable/Reno modes by queue estimate",
+        params: yeah::YeahConfig::PARAMS,
+        build: yeah::Yeah::build,
+    },
+    CcEntry {
         name: "westwood",
         summary: "TCP Westwood+ (Mascolo et al. 2001, Grieco & Mascolo 2004; Linux tcp_westwood.c): ssthresh = BWE·RTTmin on loss",
         params: westwood::WestwoodConfig::PARAMS,
         build: westwood::Westwood::build,
-    },
-    CcEntry {
-        name: "vegas",
-        summary: "TCP Vegas (Brakmo & Peterson 1995; Linux tcp_vegas.c, paper's diff = cwnd·(RTT−BaseRTT)/RTT)",
-        params: vegas::VegasConfig::PARAMS,
-        build: vegas::Vegas::build,
     },
     CcEntry {
         name: "htcp",
@@ -359,6 +374,12 @@ pub static REGISTRY: &[CcEntry] = &[
         summary: "Scalable TCP (Kelly 2003; Linux tcp_scalable.c): MIMD a = 0.01, b = 0.125",
         params: scalable::ScalableConfig::PARAMS,
         build: scalable::Scalable::build,
+    },
+    CcEntry {
+        name: "vegas",
+        summary: "TCP Vegas (Brakmo & Peterson 1995; Linux tcp_vegas.c, paper's diff = cwnd·(RTT−BaseRTT)/RTT)",
+        params: vegas::VegasConfig::PARAMS,
+        build: vegas::Vegas::build,
     },
     CcEntry {
         name: "bic",

@@ -1,0 +1,391 @@
+//! TCP-Illinois (Liu, Başar & Srikant, "TCP-Illinois: A loss- and delay-based
+//! congestion control algorithm for high-speed networks", VALUETOOLS 2006 /
+//! Performance Evaluation 65, 2008; Linux `net/ipv4/tcp_illinois.c`).
+//!
+//! Read this first: loss decides *when* to back off, queueing delay decides *how
+//! much* to grow and to back off. Once per RTT the average queueing delay
+//! d_a = avg RTT − base RTT and its maximum d_m = max RTT − base RTT set
+//! (paper §3, Eqs. 2–3; Linux `alpha()`, `beta()`):
+//!
+//! - α (increase, segments per RTT): α_max = 10 while d_a ≤ d_1 = d_m/100, else
+//!   κ1/(κ2 + d_a) with α(d_1) = α_max and α(d_m) = α_min = 0.3. After delay has
+//!   been high, α returns to α_max only after θ = 5 consecutive low-delay RTTs.
+//! - β (decrease): β_min = 1/8 while d_a ≤ d_2 = d_m/10, β_max = 1/2 from
+//!   d_3 = 8·d_m/10, linear in between.
+//! - Below `win_thresh` = 15 segments Illinois is Reno (α = 1, β = 1/2).
+//! - Each ACK adds α/W (counted per acknowledged segment as Linux does); a loss
+//!   leaves (1 − β)·W. An RTO resets α = 1, β = 1/2 (Linux `tcp_illinois_state`).
+//!
+//! Linux's fixed point (α ×128, β ×64) is replaced by f64; the round boundary is
+//! [`RoundTracker`] rather than `end_seq`.
+
+use super::segwin::{RoundTracker, SegWindow, INFINITE_SSTHRESH};
+use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
+use netunits::{SimDuration, SimTime};
+
+/// TCP-Illinois parameters (defaults: the paper and Linux).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IllinoisConfig {
+    /// α_max (10).
+    pub alpha_max: f64,
+    /// α_min (0.3).
+    pub alpha_min: f64,
+    /// β_min (0.125).
+    pub beta_min: f64,
+    /// β_max (0.5).
+    pub beta_max: f64,
+    /// Reno below this window (Linux `win_thresh` = 15).
+    pub win_thresh: u32,
+    /// Low-delay RTTs before α returns to α_max (Linux `theta` = 5).
+    pub theta: u32,
+}
+
+impl Default for IllinoisConfig {
+    fn default() -> Self {
+        IllinoisConfig { alpha_max: 10.0, alpha_min: 0.3, beta_min: 0.125, beta_max: 0.5, win_thresh: 15, theta: 5 }
+    }
+}
+
+impl IllinoisConfig {
+    /// Parameter line for `fairlab list ccas`.
+    pub const PARAMS: &'static str = "alpha_max = 10, alpha_min = 0.3, beta_min = 0.125, beta_max = 0.5, win_thresh = 15, theta = 5";
+
+    /// Read and validate from scenario parameters.
+    pub fn from_params(p: &Params) -> Result<Self, CcError> {
+        let mut r = ParamReader::new("illinois", p);
+        let alpha_max = r.f64("alpha_max", 10.0, 0.01, 1000.0, "a number in [0.01, 1000], above alpha_min (10)")?;
+        let alpha_min = r.f64("alpha_min", 0.3, 0.01, 1000.0, "a number in [0.01, 1000], below alpha_max (0.3)")?;
+        let beta_min = r.f64("beta_min", 0.125, 0.0, 0.95, "a number in [0, 0.95], at most beta_max (0.125)")?;
+        let beta_max = r.f64("beta_max", 0.5, 0.0, 0.95, "a number in [0, 0.95], at least beta_min (0.5)")?;
+        let win_thresh = r.u64("win_thresh", 15, 0, 1 << 20, "an integer in [0, 1048576] segments (15)")?;
+        let theta = r.u64("theta", 5, 1, 1000, "an integer in [1, 1000] RTTs (5)")?;
+        r.finish()?;
+        if alpha_min >= alpha_max {
+            return Err(CcError::BadParam { cca: "illinois", param: "alpha_min", value: alpha_min.to_string(), allowed: "a number in [0.01, 1000], below alpha_max (0.3)" });
+        }
+        if beta_min > beta_max {
+            return Err(CcError::BadParam { cca: "illinois", param: "beta_min", value: beta_min.to_string(), allowed: "a number in [0, 0.95], at most beta_max (0.125)" });
+        }
+        Ok(IllinoisConfig { alpha_max, alpha_min, beta_min, beta_max, win_thresh: win_thresh as u32, theta: theta as u32 })
+    }
+
+    /// Paper Eq. 2 / Linux `alpha()` without the θ hysteresis: α for average
+    /// queueing delay `da` and maximum `dm` (any unit).
+    pub fn alpha_curve(&self, da: f64, dm: f64) -> f64 {
+        let d1 = dm / 100.0;
+        if da <= d1 {
+            return self.alpha_max;
+        }
+        // κ1/(κ2 + da) through (d1, α_max) and (dm, α_min), written relative to d1.
+        let (dm, da) = (dm - d1, da - d1);
+        dm * self.alpha_max / (dm + da * (self.alpha_max - self.alpha_min) / self.alpha_min)
+    }
+
+    /// Paper Eq. 3 / Linux `beta()`.
+    pub fn beta_curve(&self, da: f64, dm: f64) -> f64 {
+        let (d2, d3) = (dm / 10.0, 8.0 * dm / 10.0);
+        if da <= d2 {
+            self.beta_min
+        } else if da >= d3 || d3 <= d2 {
+            self.beta_max
+        } else {
+            (self.beta_min * d3 - self.beta_max * d2 + (self.beta_max - self.beta_min) * da) / (d3 - d2)
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct State {
+    w: SegWindow,
+    alpha: f64,
+    beta: f64,
+    base_rtt: Option<SimDuration>,
+    max_rtt: Option<SimDuration>,
+    sum_rtt: f64,
+    cnt_rtt: u32,
+    rtt_above: bool,
+    rtt_low: u32,
+    round: RoundTracker,
+    recovering: bool,
+}
+
+/// TCP-Illinois.
+#[derive(Clone, Debug)]
+pub struct Illinois {
+    cfg: IllinoisConfig,
+    s: State,
+    undo: Option<State>,
+}
+
+impl Illinois {
+    /// An Illinois controller (α starts at α_max, β at β_max as in Linux).
+    pub fn new(cfg: IllinoisConfig, init: &CcInit) -> Self {
+        let s = State {
+            w: SegWindow::new(init),
+            alpha: cfg.alpha_max,
+            beta: cfg.beta_max,
+            base_rtt: None,
+            max_rtt: None,
+            sum_rtt: 0.0,
+            cnt_rtt: 0,
+            rtt_above: false,
+            rtt_low: 0,
+            round: RoundTracker::default(),
+            recovering: false,
+        };
+        Illinois { cfg, s, undo: None }
+    }
+
+    /// Name-table constructor.
+    pub fn build(p: &Params, init: &CcInit) -> Result<Box<dyn CongestionControl>, CcError> {
+        Ok(Box::new(Illinois::new(IllinoisConfig::from_params(p)?, init)))
+    }
+
+    /// Linux `update_params`, once per RTT.
+    fn update_params(&mut self) {
+        if self.s.w.cwnd < self.cfg.win_thresh {
+            self.s.alpha = 1.0;
+            self.s.beta = 0.5;
+        } else if self.s.cnt_rtt > 0 {
+            let base = self.s.base_rtt.map_or(0.0, |b| b.as_secs_f64());
+            let dm = self.s.max_rtt.map_or(0.0, |m| m.as_secs_f64()) - base;
+            let da = self.s.sum_rtt / self.s.cnt_rtt as f64 - base;
+            self.s.alpha = self.alpha_with_hysteresis(da, dm);
+            self.s.beta = self.cfg.beta_curve(da, dm);
+        }
+        self.s.sum_rtt = 0.0;
+        self.s.cnt_rtt = 0;
+    }
+
+    fn alpha_with_hysteresis(&mut self, da: f64, dm: f64) -> f64 {
+        if da <= dm / 100.0 {
+            if !self.s.rtt_above {
+                return self.cfg.alpha_max;
+            }
+            // θ good RTTs before jumping back to α_max.
+            self.s.rtt_low += 1;
+            if self.s.rtt_low < self.cfg.theta {
+                return self.s.alpha;
+            }
+            self.s.rtt_low = 0;
+            self.s.rtt_above = false;
+            return self.cfg.alpha_max;
+        }
+        self.s.rtt_above = true;
+        self.cfg.alpha_curve(da, dm)
+    }
+
+    fn ssthresh_for(&self) -> u32 {
+        let w = self.s.w.cwnd as f64;
+        ((w - (w * self.s.beta).floor()) as u32).max(2)
+    }
+
+    /// Current α (segments per RTT) and β.
+    pub fn alpha_beta(&self) -> (f64, f64) {
+        (self.s.alpha, self.s.beta)
+    }
+}
+
+impl CongestionControl for Illinois {
+    fn name(&self) -> &'static str {
+        "illinois"
+    }
+
+    fn cwnd(&self) -> u64 {
+        self.s.w.cwnd_bytes()
+    }
+
+    fn ssthresh(&self) -> u64 {
+        self.s.w.ssthresh_bytes()
+    }
+
+    fn on_ack(&mut self, ack: &AckSample) {
+        if ack.acked_segments == 0 {
+            return;
+        }
+        // Linux `tcp_illinois_acked`: every RTT sample feeds base/max/average.
+        if let Some(rtt) = ack.rtt {
+            self.s.base_rtt = Some(self.s.base_rtt.map_or(rtt, |b| b.min(rtt)));
+            self.s.max_rtt = Some(self.s.max_rtt.map_or(rtt, |m| m.max(rtt)));
+            self.s.sum_rtt += rtt.as_secs_f64();
+            self.s.cnt_rtt += 1;
+        }
+        if self.s.round.on_ack(ack.acked_bytes, ack.in_flight) {
+            self.update_params();
+        }
+        if ack.in_recovery {
+            return;
+        }
+        self.s.recovering = false;
+        if ack.app_limited {
+            return;
+        }
+        let w = &mut self.s.w;
+        let mut acked = ack.acked_segments;
+        if w.in_slow_start() {
+            acked = w.slow_start(acked);
+            if acked == 0 {
+                return;
+            }
+        }
+        // W += α/W per acknowledged segment, as Linux counts it: segments pile
+        // up in the counter until counter·α reaches W, then the window grows by
+        // ⌊counter·α/W⌋ and the counter restarts.
+        w.cnt = w.cnt.saturating_add(acked);
+        let delta = (w.cnt as f64 * self.s.alpha + 1e-9) / w.cwnd as f64;
+        if delta >= 1.0 {
+            w.cwnd = w.cwnd.saturating_add(delta.floor() as u32);
+            w.cnt = 0;
+        }
+    }
+
+    fn on_congestion_event(&mut self, _ev: &CongestionEvent) {
+        self.undo = Some(self.s);
+        let ss = self.ssthresh_for();
+        self.s.w.reduce_to(ss);
+        self.s.recovering = true;
+    }
+
+    fn on_recovery_exit(&mut self, _now: SimTime) {
+        self.s.recovering = false;
+    }
+
+    fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
+        self.undo = Some(self.s);
+        let ss = self.ssthresh_for();
+        self.s.w.rto(ss);
+        // CA_Loss: back to Reno-like parameters and a fresh round.
+        self.s.alpha = 1.0;
+        self.s.beta = 0.5;
+        self.s.rtt_low = 0;
+        self.s.rtt_above = false;
+        self.s.sum_rtt = 0.0;
+        self.s.cnt_rtt = 0;
+        self.s.round.reset();
+        self.s.recovering = false;
+    }
+
+    fn on_spurious_loss(&mut self, _now: SimTime) {
+        if let Some(prior) = self.undo.take() {
+            let cur = self.s;
+            self.s = prior;
+            self.s.base_rtt = cur.base_rtt;
+            self.s.max_rtt = cur.max_rtt;
+            self.s.w.cwnd = cur.w.cwnd.max(prior.w.cwnd);
+            self.s.w.ssthresh = if prior.w.ssthresh == INFINITE_SSTHRESH { INFINITE_SSTHRESH } else { cur.w.ssthresh.max(prior.w.ssthresh) };
+            self.s.recovering = false;
+        }
+    }
+
+    fn on_idle_restart(&mut self, _now: SimTime) {
+        self.s.w.idle_restart();
+    }
+
+    fn metrics(&self) -> CcMetrics {
+        let phase = if self.s.recovering {
+            "recovery"
+        } else if self.s.w.in_slow_start() {
+            "slow_start"
+        } else if self.s.alpha >= self.cfg.alpha_max {
+            "low_delay"
+        } else {
+            "high_delay"
+        };
+        self.s.w.metrics(phase)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::{init, params, Harness};
+    use super::*;
+
+    #[test]
+    fn alpha_and_beta_curves_hit_their_anchor_points() {
+        let c = IllinoisConfig::default();
+        let dm = 100.0;
+        // α(d ≤ d1) = α_max, α(dm) = α_min, and α = κ1/(κ2 + d) in between.
+        assert_eq!(c.alpha_curve(0.5, dm), 10.0);
+        assert!((c.alpha_curve(dm, dm) - 0.3).abs() < 1e-12);
+        let (d1, dmx) = (1.0, 100.0);
+        let k2 = (0.3 * dmx - 10.0 * d1) / (10.0 - 0.3);
+        let k1 = 10.0 * (d1 + k2);
+        for d in [2.0, 10.0, 50.0] {
+            assert!((c.alpha_curve(d, dm) - k1 / (k2 + d)).abs() < 1e-9, "α({d})");
+        }
+        // β: 1/8 up to dm/10, 1/2 from 8dm/10, linear in between.
+        assert_eq!(c.beta_curve(10.0, dm), 0.125);
+        assert_eq!(c.beta_curve(80.0, dm), 0.5);
+        assert!((c.beta_curve(45.0, dm) - (0.125 + 0.375 * 35.0 / 70.0)).abs() < 1e-12);
+    }
+
+    fn ill() -> Harness {
+        Harness::new(Illinois::build(&params("{}"), &init(10)).unwrap(), SimDuration::from_millis(100))
+    }
+
+    #[test]
+    fn without_queueing_it_grows_alpha_max_per_rtt_and_backs_off_by_beta_min() {
+        let mut h = ill();
+        h.grow_to(200);
+        // Establish d_m: one round with a 100 ms queueing spike, then none.
+        h.rtt = SimDuration::from_millis(200);
+        h.round();
+        h.rtt = SimDuration::from_millis(100);
+        h.loss_and_recover();
+        for _ in 0..8 {
+            h.round();
+        }
+        let w = h.cwnd_segs();
+        h.round();
+        let step = h.cwnd_segs() - w;
+        assert!(step.abs_diff(10) <= 1, "step {step} vs α_max 10");
+        let w = h.cwnd_segs();
+        h.loss();
+        let expect = w - (w as f64 * 0.125).floor() as u64;
+        assert_eq!(h.cwnd_segs(), expect);
+    }
+
+    #[test]
+    fn at_high_delay_it_grows_alpha_min_per_rtt_and_halves() {
+        let mut h = ill();
+        h.grow_to(200);
+        h.loss_and_recover();
+        h.rtt = SimDuration::from_millis(200); // queueing delay = d_m
+        for _ in 0..5 {
+            h.round();
+        }
+        h.loss_and_recover();
+        for _ in 0..3 {
+            h.round();
+        }
+        let w = h.cwnd_segs();
+        for _ in 0..10 {
+            h.round();
+        }
+        // 10 RTTs at α_min = 0.3 → +3.
+        assert!((h.cwnd_segs() - w).abs_diff(3) <= 1, "+{} in 10 RTTs", h.cwnd_segs() - w);
+        let w = h.cwnd_segs();
+        h.loss();
+        assert_eq!(h.cwnd_segs(), w - w / 2);
+    }
+
+    #[test]
+    fn small_windows_are_reno() {
+        let mut h = ill();
+        h.grow_to(12);
+        h.loss_and_recover();
+        let w = h.cwnd_segs();
+        h.round();
+        h.round();
+        h.round();
+        assert_eq!(h.cwnd_segs(), w + 3);
+    }
+
+    #[test]
+    fn bad_params_name_the_parameter() {
+        match Illinois::build(&params(r#"{"alpha_min": 20}"#), &init(10)).unwrap_err() {
+            CcError::BadParam { param, .. } => assert_eq!(param, "alpha_min"),
+            e => panic!("{e}"),
+        }
+    }
+}

@@ -1,0 +1,306 @@
+//! TCP Veno (Fu & Liew, "TCP Veno: TCP Enhancement for Transmission over
+//! Wireless Access Networks", IEEE JSAC 21(2), 2003; Linux `net/ipv4/tcp_veno.c`).
+//!
+//! Read this first: Veno is Reno that uses Vegas's backlog estimate to tell
+//! congestion losses from random (wireless) losses (paper §II):
+//!
+//! - N = (cwnd/BaseRTT − cwnd/RTT)·BaseRTT = cwnd·(RTT − BaseRTT)/RTT, the
+//!   packets this flow keeps queued (Vegas "Diff" × BaseRTT), with BaseRTT the
+//!   smallest RTT seen and RTT the smallest sample since the last ACK (Linux).
+//! - β = 3 packets: N < β is the "non-congestive" state, N ≥ β "congestive".
+//! - Increase (§II-B): +1 segment per RTT when N < β; when N ≥ β only every
+//!   other RTT (Linux: the +1 is skipped on alternate full windows).
+//! - Decrease (§II-A): on loss ssthresh = cwnd·4/5 if N < β (probably a random
+//!   loss), else cwnd/2 (Reno).
+//! - With fewer than three RTT samples since the connection (re)entered the Open
+//!   state Veno is plain Reno (Linux `cntrtt <= 2`).
+//!
+//! Linux keeps N doubled (`V_PARAM_SHIFT` = 1) for integer precision; here it is
+//! f64. Slow start is Linux's (per acknowledged segment).
+
+use super::segwin::{SegWindow, INFINITE_SSTHRESH};
+use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
+use netunits::{SimDuration, SimTime};
+
+/// Veno's parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VenoConfig {
+    /// β, the backlog (packets) separating random from congestive loss (3).
+    pub beta: f64,
+    /// Window kept after a non-congestive loss (4/5).
+    pub random_loss_factor: f64,
+}
+
+impl Default for VenoConfig {
+    fn default() -> Self {
+        VenoConfig { beta: 3.0, random_loss_factor: 0.8 }
+    }
+}
+
+impl VenoConfig {
+    /// Parameter line for `fairlab list ccas`.
+    pub const PARAMS: &'static str = "beta = 3 (packets of backlog), random_loss_factor = 0.8";
+
+    /// Read and validate from scenario parameters.
+    pub fn from_params(p: &Params) -> Result<Self, CcError> {
+        let mut r = ParamReader::new("veno", p);
+        let beta = r.f64("beta", 3.0, 0.0, 1e6, "packets in [0, 1e6] (Fu & Liew: 3)")?;
+        let f = r.f64("random_loss_factor", 0.8, 0.5, 1.0, "a number in [0.5, 1] (Fu & Liew: 4/5)")?;
+        r.finish()?;
+        Ok(VenoConfig { beta, random_loss_factor: f })
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct State {
+    w: SegWindow,
+    base_rtt: Option<SimDuration>,
+    /// RTT samples since Veno was (re)enabled.
+    cntrtt: u32,
+    /// Backlog estimate N (packets) from the last computation.
+    n: f64,
+    /// Congestive state: skip the next +1.
+    inc: bool,
+    recovering: bool,
+}
+
+/// TCP Veno.
+#[derive(Clone, Debug)]
+pub struct Veno {
+    cfg: VenoConfig,
+    s: State,
+    undo: Option<State>,
+}
+
+impl Veno {
+    /// A Veno controller.
+    pub fn new(cfg: VenoConfig, init: &CcInit) -> Self {
+        Veno { cfg, s: State { w: SegWindow::new(init), base_rtt: None, cntrtt: 0, n: 0.0, inc: true, recovering: false }, undo: None }
+    }
+
+    /// Name-table constructor.
+    pub fn build(p: &Params, init: &CcInit) -> Result<Box<dyn CongestionControl>, CcError> {
+        Ok(Box::new(Veno::new(VenoConfig::from_params(p)?, init)))
+    }
+
+    /// Backlog N from the last ACK, packets.
+    pub fn backlog(&self) -> f64 {
+        self.s.n
+    }
+
+    fn ssthresh_for(&self) -> u32 {
+        let w = self.s.w.cwnd;
+        if self.s.n < self.cfg.beta {
+            ((w as f64 * self.cfg.random_loss_factor) as u32).max(2)
+        } else {
+            (w / 2).max(2)
+        }
+    }
+}
+
+impl CongestionControl for Veno {
+    fn name(&self) -> &'static str {
+        "veno"
+    }
+
+    fn cwnd(&self) -> u64 {
+        self.s.w.cwnd_bytes()
+    }
+
+    fn ssthresh(&self) -> u64 {
+        self.s.w.ssthresh_bytes()
+    }
+
+    fn on_ack(&mut self, ack: &AckSample) {
+        if ack.acked_segments == 0 {
+            return;
+        }
+        let rtt = ack.rtt;
+        if let Some(r) = rtt {
+            self.s.base_rtt = Some(self.s.base_rtt.map_or(r, |b| b.min(r)));
+            self.s.cntrtt += 1;
+        }
+        if ack.in_recovery {
+            return;
+        }
+        if self.s.recovering {
+            // Open again: Linux `veno_state` re-enables and restarts the count.
+            self.s.recovering = false;
+        }
+        if ack.app_limited {
+            return;
+        }
+        let (Some(r), Some(base), true) = (rtt, self.s.base_rtt, self.s.cntrtt > 2) else {
+            self.s.w.reno_cong_avoid(ack.acked_segments);
+            return;
+        };
+        let w = &mut self.s.w;
+        // N = cwnd·(RTT − BaseRTT)/RTT.
+        let rtt_s = r.as_secs_f64().max(1e-9);
+        self.s.n = w.cwnd as f64 * (rtt_s - base.as_secs_f64()) / rtt_s;
+        let mut acked = ack.acked_segments;
+        if w.in_slow_start() {
+            acked = w.slow_start(acked);
+            if acked == 0 {
+                return;
+            }
+        }
+        if self.s.n < self.cfg.beta {
+            let cw = w.cwnd;
+            w.cong_avoid_ai(cw, acked);
+        } else if w.cnt >= w.cwnd {
+            // Congestive state: a full window earns +1 only every other time.
+            if self.s.inc {
+                w.cwnd += 1;
+                self.s.inc = false;
+            } else {
+                self.s.inc = true;
+            }
+            w.cnt = 0;
+        } else {
+            w.cnt += acked;
+        }
+        w.cwnd = w.cwnd.max(2);
+    }
+
+    fn on_congestion_event(&mut self, _ev: &CongestionEvent) {
+        self.undo = Some(self.s);
+        let ss = self.ssthresh_for();
+        self.s.w.reduce_to(ss);
+        self.s.recovering = true;
+        self.s.cntrtt = 0;
+    }
+
+    fn on_recovery_exit(&mut self, _now: SimTime) {
+        self.s.recovering = false;
+    }
+
+    fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
+        self.undo = Some(self.s);
+        let ss = self.ssthresh_for();
+        self.s.w.rto(ss);
+        self.s.recovering = false;
+        self.s.cntrtt = 0;
+    }
+
+    fn on_spurious_loss(&mut self, _now: SimTime) {
+        if let Some(prior) = self.undo.take() {
+            let cur = self.s;
+            self.s = prior;
+            self.s.base_rtt = cur.base_rtt;
+            self.s.w.cwnd = cur.w.cwnd.max(prior.w.cwnd);
+            self.s.w.ssthresh = if prior.w.ssthresh == INFINITE_SSTHRESH { INFINITE_SSTHRESH } else { cur.w.ssthresh.max(prior.w.ssthresh) };
+            self.s.recovering = false;
+        }
+    }
+
+    fn on_idle_restart(&mut self, _now: SimTime) {
+        self.s.w.idle_restart();
+        self.s.cntrtt = 0;
+    }
+
+    fn metrics(&self) -> CcMetrics {
+        let phase = if self.s.recovering {
+            "recovery"
+        } else if self.s.w.in_slow_start() {
+            "slow_start"
+        } else if self.s.n < self.cfg.beta {
+            "non_congestive"
+        } else {
+            "congestive"
+        };
+        self.s.w.metrics(phase)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::{init, params, Harness};
+    use super::*;
+
+    fn veno() -> Harness {
+        Harness::new(Veno::build(&params("{}"), &init(10)).unwrap(), SimDuration::from_millis(100))
+    }
+
+    /// Grow to 50 segments without queueing, lose, recover.
+    fn in_ca() -> Harness {
+        let mut h = veno();
+        h.grow_to(50);
+        h.loss_and_recover();
+        h
+    }
+
+    #[test]
+    fn backlog_is_vegas_diff_times_base_rtt() {
+        let mut c = Veno::new(VenoConfig::default(), &init(10));
+        for rtt in [100u64, 100, 100, 125] {
+            c.on_ack(&AckSample {
+                now: SimTime::from_secs(1),
+                acked_bytes: 1000,
+                acked_segments: 1,
+                rtt: Some(SimDuration::from_millis(rtt)),
+                srtt: SimDuration::from_millis(rtt),
+                min_rtt: SimDuration::from_millis(100),
+                prior_in_flight: 10_000,
+                in_flight: 9000,
+                app_limited: false,
+                in_recovery: false,
+                rate: None,
+            });
+        }
+        // N = (W/BaseRTT − W/RTT)·BaseRTT with W the window when N was computed
+        // (before this ACK's slow-start increment).
+        let w = (c.cwnd() / 1000 - 1) as f64;
+        assert!((c.backlog() - (w / 0.1 - w / 0.125) * 0.1).abs() < 1e-9, "N = {}", c.backlog());
+    }
+
+    #[test]
+    fn random_loss_keeps_four_fifths() {
+        let mut h = in_ca();
+        for _ in 0..3 {
+            h.round();
+        }
+        let w = h.cwnd_segs();
+        h.loss();
+        assert_eq!(h.cwnd_segs(), w * 4 / 5);
+    }
+
+    #[test]
+    fn congestive_loss_halves() {
+        let mut h = in_ca();
+        // 30 % queueing delay → N = 0.3/1.3·W ≈ 0.23W ≥ 3.
+        h.rtt = SimDuration::from_millis(130);
+        for _ in 0..3 {
+            h.round();
+        }
+        let w = h.cwnd_segs();
+        h.loss();
+        assert_eq!(h.cwnd_segs(), w / 2);
+    }
+
+    #[test]
+    fn growth_is_one_per_rtt_without_backlog_and_every_other_rtt_with_it() {
+        let mut h = in_ca();
+        h.round();
+        let w = h.cwnd_segs();
+        for _ in 0..6 {
+            h.round();
+        }
+        assert_eq!(h.cwnd_segs(), w + 6);
+        h.rtt = SimDuration::from_millis(150);
+        h.round();
+        let w = h.cwnd_segs();
+        for _ in 0..6 {
+            h.round();
+        }
+        assert!((h.cwnd_segs() - w).abs_diff(3) <= 1, "+{} in 6 congestive RTTs", h.cwnd_segs() - w);
+    }
+
+    #[test]
+    fn bad_params_name_the_parameter() {
+        match Veno::build(&params(r#"{"random_loss_factor": 0.2}"#), &init(10)).unwrap_err() {
+            CcError::BadParam { param, .. } => assert_eq!(param, "random_loss_factor"),
+            e => panic!("{e}"),
+        }
+    }
+}

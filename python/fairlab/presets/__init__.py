@@ -45,6 +45,64 @@ PRESETS: dict[str, Preset] = {
             quick_note="3 RTTs (50, 100, 200 ms) instead of 8, and 2 runs per condition instead of 5",
             live_note="Linux removed DCCP (and CCID2) in 6.x, so live runs keep only the TCP pairs, each against NewReno in place of CCID2",
         ),
+        Preset(
+            name="usc-lab10",
+            seed_file="003_8048ef623774b5cf.txt",
+            title="USC Lab 10: Measuring TCP Fairness (2019)",
+            description=(
+                "10 Gb/s, 20 ms, 15 MB tbf buffer, socket buffers 2·BDP: 8 parallel CUBIC streams (10 s), "
+                "Reno vs Reno (120 s) and Reno vs BBR (20 s), 3 runs each."
+            ),
+            quick={"runs": 1, "bottleneck.rate": "1Gbit", "bottleneck.buffer": "1.5MB"},
+            quick_note="1 Gb/s with a 1.5 MB buffer (the same 60% of the BDP) instead of 10 Gb/s, and 1 run instead of 3",
+            live_note="live runs are scaled to 1 Gb/s, what linkem forwards on a 2-core machine",
+        ),
+        Preset(
+            name="bhatti2009-nru",
+            seed_file="000_dbac9ed9de71ac0b.txt",
+            title="Bhatti et al.: Revisiting inter-flow fairness (2009), §VI-E 14-flow, 14-variant simulation",
+            description=(
+                "100 Mb/s dumbbell, 100% BDP DropTail, RTT 25–200 ms (8 values), 14 flows, one each of reno, bic, "
+                "cubic, highspeed, htcp, hybla, illinois, lp, scalable, vegas, veno, westwood, yeah, compound "
+                "(ns-2 TCP-Linux's set), flow k starting at 30·k s, 900 s runs analysed over 420–900 s, one run per RTT; "
+                "NRU weights from 14-flow self-competition runs (14 per RTT). 8 main + 112 calibration runs. "
+                "The paper's pair-wise set (CCID2 vs NewReno/CUBIC) is part of preset bhatti2008-dccp."
+            ),
+            quick={
+                # same 14 variants in the same order, started every 10 s instead of every 30 s
+                "flows": [
+                    {"cca": c, "rtt": "25ms", "start": f"{10 * k}s", "initial_cwnd": 3, **({"params": {"kernel": "2.6.22"}} if c in ("bic", "cubic", "scalable") else {})}
+                    for k, c in enumerate(["reno", "bic", "cubic", "highspeed", "htcp", "hybla", "illinois", "lp", "scalable", "vegas", "veno", "westwood", "yeah", "compound"])
+                ],
+                "duration": "300s",
+                "window": ["160s", "300s"],
+                "analysis": {"nru": True, "harm": False, "epoch": "130s"},
+                "sweep.flows[*].rtt": ["25ms", "200ms"],
+            },
+            quick_note=(
+                "2 RTTs (25, 200 ms) instead of 8; flows start every 10 s instead of every 30 s (last at 130 s), and runs "
+                "last 300 s analysed over 160–300 s (t_e = 130 s) instead of 900 s over 420–900 s (t_e = 390 s)"
+            ),
+        ),
+        Preset(
+            name="xue-10g-aqm",
+            seed_file="004_97a60775c8bd92a4.txt",
+            title="Xue, Kumar, Cui, Park: Fairness Among Heterogeneous TCP Variants Over 10Gbps (2012)",
+            description=(
+                "10 Gb/s dumbbell, RTT 120 ms, Drop-tail / RED / CHOKe (RED thresholds from the buffer), buffer 10–100% "
+                "of BDP in 10% steps; TCP-SACK (reno) + HSTCP + CUBIC one flow each (Fig. 3) and the homogeneous "
+                "sets of Table I (3 flows of one variant, run at every buffer); 300 s runs, analysis 30–300 s, one run "
+                "each: 120 runs. Expensive: ≈ 0.83 M packets per simulated second, ≈ 200 s wall per run on one "
+                "shared core, ≈ 6–7 h on one worker."
+            ),
+            quick={
+                "bottleneck": {"rate": "1Gbit", "buffer": "20%bdp", "qdisc": "droptail"},
+                "duration": "60s",
+                "window": ["10s", "60s"],
+                "sweep.bottleneck.buffer": ["10%bdp", "20%bdp", "50%bdp", "100%bdp"],
+            },
+            quick_note="1 Gb/s instead of 10 Gb/s, 4 buffer sizes (10, 20, 50, 100% BDP) instead of 10, and 60 s runs analysed over 10–60 s instead of 300 s over 30–300 s",
+        ),
     ]
 }
 
@@ -57,11 +115,13 @@ def preset_document(name: str, *, quick: bool = False) -> dict[str, Any]:
         doc = read_toml(path)
     if quick:
         doc = copy.deepcopy(doc)
+        from ..campaign.plan import set_path
+
         for key, value in PRESETS[name].quick.items():
             if key.startswith("sweep."):
                 doc.setdefault("sweep", {})[key[len("sweep.") :]] = value
             else:
-                doc[key] = value
+                set_path(doc, key, value, source=f"preset {name}")
         doc["name"] = f"{doc['name']}-quick"
     return doc
 
@@ -100,4 +160,17 @@ def live_document(name: str, doc: dict[str, Any]) -> tuple[dict[str, Any], list[
         notes.append("live: 3 RTTs, at most 2 runs, 120 s runs analysed over 60–120 s (wall-clock time is real), no solo runs")
         doc["name"] = doc["name"] + "-live"
         return doc, notes
-    raise ScenarioError(f"preset {name!r} has no live variant; live presets: bhatti2008-dccp")
+    if name == "usc-lab10":
+        missing = {"reno", "cubic", "bbr"} - have
+        if missing:
+            raise ScenarioError(f"preset usc-lab10 needs the kernel's {', '.join(sorted(missing))} congestion control(s); available: {', '.join(sorted(have)) or 'unknown'}")
+        doc["bottleneck"]["rate"] = "1Gbit"
+        doc["bottleneck"]["buffer"] = "1.5MB"
+        for f in doc["flows"]:
+            f["rwnd"] = "5242880B"  # 2·BDP at 1 Gb/s, 20 ms
+        doc["sweep"]["experiment"][0]["flows"][0]["rwnd"] = "5242880B"
+        doc["runs"] = 1
+        doc["name"] = doc["name"] + "-live"
+        notes.append(PRESETS[name].live_note + "; buffer 1.5 MB and socket buffers 2·BDP = 5 MB scaled with it; 1 run")
+        return doc, notes
+    raise ScenarioError(f"preset {name!r} has no live variant; live presets: bhatti2008-dccp, usc-lab10")

@@ -197,6 +197,19 @@ def test_sigint_to_a_process_running_a_live_run_cleans_up(runnable):
     assert_no_leftovers(run_id)
 
 
+def test_a_qdisc_linkem_refuses_is_one_sentence_and_cleans_up(runnable):
+    if runnable.path != "linkem":
+        pytest.skip("this machine runs the kernel path; linkem's refusal is not reached")
+    seen: dict[str, str] = {}
+    s = Scenario.from_dict({"name": "bad-qdisc", "duration": "2s",
+                            "bottleneck": {"rate": "50Mbit", "buffer": "100%bdp", "qdisc": "no-such-qdisc"},
+                            "flows": [{"cca": "cubic", "rtt": "20ms"}]})
+    with pytest.raises(LiveError, match=r"linkem refused the run's configuration.*qdisc") as e:
+        run_live(s, seed=1, progress=lambda p: seen.setdefault("run_id", p.run_id))
+    assert "\n" not in str(e.value)
+    assert_no_leftovers(e.value.run_id)
+
+
 # ----------------------------------------------------------------- fairlab live cleanup
 def test_cleanup_command_removes_prefixed_leftovers_and_leaves_a_decoy(caps):
     from typer.testing import CliRunner

@@ -37,7 +37,8 @@ def caps(**over) -> capabilities.Capabilities:
         kernel="6.18.0-test",
         iperf3="/usr/bin/iperf3",
         iperf3_version="3.12",
-        tools={"ip": "/usr/sbin/ip", "tc": "/usr/sbin/tc", "ethtool": "/usr/sbin/ethtool", "sysctl": "/usr/sbin/sysctl"},
+        tools={"ip": "/usr/sbin/ip", "tc": "/usr/sbin/tc", "ss": "/usr/bin/ss", "ethtool": "/usr/sbin/ethtool",
+               "sysctl": "/usr/sbin/sysctl"},
         pyroute2="0.9.7",
         ccas=["reno", "bbr", "cubic"],
         qdiscs={"netem": False, "tbf": True, "htb": True, "pfifo": True, "bfifo": True, "red": False},
@@ -89,6 +90,12 @@ def test_qdisc_linkem_does_not_know(monkeypatch):
     monkeypatch.setattr(linkem_link, "known_qdiscs", lambda: ["droptail", "red"])
     with pytest.raises(LiveError, match=r"linkem does not know the qdisc 'sfb' \(it knows: droptail, red\)"):
         runner.preflight(scenario(bottleneck={"qdisc": "sfb"}), caps())
+
+
+def test_missing_ethtool_names_the_package():
+    tools = {**caps().tools, "ethtool": None}
+    with pytest.raises(LiveError, match=r"`ethtool` is not installed.*apt-get install ethtool"):
+        runner.preflight(scenario(), caps(tools=tools))
 
 
 def test_interval_outside_iperf3s_range_is_refused():
@@ -241,3 +248,32 @@ def test_kernel_requirements():
     assert kernel_link.requirements(scenario().resolve()).qdiscs == ["netem", "tbf|htb", "bfifo"]
     assert "blue" in (kernel_link.requirements(scenario(bottleneck={"qdisc": "blue"}).resolve()).unsupported or "")
     assert kernel_link.missing_qdiscs(kernel_link.Requirements(["netem", "tbf|htb"]), {"tbf": True}) == ["netem"]
+
+
+# ----------------------------------------------------------------- determinism, linkem discovery
+def test_start_offsets_are_seeded_and_within_the_jitter():
+    r = scenario(variation={"start_jitter": "10ms"}, flows=[{"cca": "cubic", "rtt": "20ms", "start": "2s", "count": 5}]).resolve()
+    a = runner.start_offsets_ns(r, 42)
+    assert a == runner.start_offsets_ns(r, 42)
+    assert a != runner.start_offsets_ns(r, 43)
+    assert all(2_000_000_000 <= x <= 2_010_000_000 for x in a)
+    r0 = scenario(variation={"start_jitter": "0s"}).resolve()
+    assert runner.start_offsets_ns(r0, 42) == [0, 0]
+
+
+def test_linkem_is_found_through_the_environment_variable(tmp_path, monkeypatch):
+    exe = tmp_path / "linkem"
+    exe.write_text("#!/bin/sh\nexit 2\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("FAIRLAB_LINKEM", str(exe))
+    assert linkem_link.find_linkem() == (str(exe), "from $FAIRLAB_LINKEM")
+    assert (linkem_link.linkem_version(str(exe)) or "").startswith("sha256:")
+    monkeypatch.setenv("FAIRLAB_LINKEM", str(tmp_path / "nope"))
+    path, how = linkem_link.find_linkem()
+    assert path is None and "is not an executable file" in how
+
+
+def test_doctor_rows_name_the_missing_pieces():
+    rows = {item: finding for item, finding, _ in capabilities.render(caps(linkem=None, iperf3=None))}
+    assert rows["iperf3"] == "MISSING" and rows["linkem"] == "MISSING" and rows["emulation path"] == "NONE"
+    assert "tbf" in rows["kernel qdiscs"]

@@ -81,7 +81,7 @@ def probe(*, qdiscs: bool = True) -> Capabilities:
         kernel=platform.release(),
         iperf3=binary,
         iperf3_version=iperf.iperf3_version(binary) if binary else None,
-        tools={t: shutil.which(t) for t in ("ip", "tc", "ethtool", "sysctl")},
+        tools={t: shutil.which(t) for t in ("ip", "tc", "ss", "ethtool", "sysctl")},
         pyroute2=pr2,
         ccas=kernel_ccas(),
     )

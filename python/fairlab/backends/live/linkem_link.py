@@ -124,7 +124,8 @@ def config(resolved: dict[str, Any], topo: Dumbbell, *, seed: int) -> dict[str, 
     }
 
 
-def start(children: Children, binary: str, topo: Dumbbell, cfg: dict[str, Any], run_dir: Path) -> tuple[Child, float]:
+def start(children: Children, binary: str, topo: Dumbbell, cfg: dict[str, Any], run_dir: Path, *,
+          nice: int | None = None) -> tuple[Child, float]:
     """Write the config, start linkem in the router namespace and wait for
     ``ready``. Returns the child and the wall-clock time (Unix s) it became ready.
     Its stdout goes to a file (a pipe nobody drains could block it mid-run)."""
@@ -133,7 +134,7 @@ def start(children: Children, binary: str, topo: Dumbbell, cfg: dict[str, Any], 
     cfg_path.write_text(json.dumps(cfg, indent=1))
     argv = [binary, "--config", str(cfg_path), "--stats", str(stats_path)]
     child = children.start("linkem", topo.router_ns, argv, stdout=run_dir / "linkem.stdout",
-                           stderr=run_dir / "linkem.stderr")
+                           stderr=run_dir / "linkem.stderr", nice=nice)
     return child, _wait_ready(child)
 
 
@@ -152,8 +153,13 @@ def _wait_ready(child: Child) -> float:
         time.sleep(0.01)
     child.popen.poll()
     tail = child.stderr_tail()
-    if child.popen.returncode is not None:
-        raise LiveError(f"linkem exited with code {child.popen.returncode} before it was ready: {tail or 'no message'}")
+    rc = child.popen.returncode
+    if rc == 2:
+        # linkem's one-line refusal of its config: an unknown qdisc or parameter, a bad field.
+        raise LiveError(f"linkem refused the run's configuration (exit code 2), e.g. a qdisc or qdisc parameter it "
+                        f"does not know: {tail or 'no message'}")
+    if rc is not None:
+        raise LiveError(f"linkem exited with code {rc} before it was ready: {tail or 'no message'}")
     raise LiveError(f"linkem did not print `ready` within {READY_TIMEOUT_S:g} s{': ' + tail if tail else ''}")
 
 

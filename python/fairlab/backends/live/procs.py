@@ -49,8 +49,10 @@ class Children:
     items: list[Child] = field(default_factory=list)
 
     def start(self, name: str, ns: str, argv: list[str], *, stdout: Path | int | None = None,
-              stderr: Path | None = None) -> Child:
-        """Start ``argv`` inside namespace ``ns`` in a new process group."""
+              stderr: Path | None = None, nice: int | None = None) -> Child:
+        """Start ``argv`` inside namespace ``ns`` in a new process group, at
+        scheduling priority ``nice`` when given (set right after the start, before
+        the child has done anything that matters: it is still in `ip netns exec`)."""
         out: IO[bytes] | int | None
         out_path = stdout if isinstance(stdout, Path) else None
         out = open(stdout, "wb") if isinstance(stdout, Path) else stdout  # noqa: SIM115 - closed below
@@ -63,6 +65,11 @@ class Children:
                 out.close()
             if stderr is not None and not isinstance(err, int):
                 err.close()
+        if nice is not None:
+            try:
+                os.setpriority(os.PRIO_PROCESS, p.pid, nice)
+            except OSError:
+                pass
         child = Child(name=name, popen=p, argv=full, stdout_path=out_path, stderr_path=stderr)
         self.items.append(child)
         return child

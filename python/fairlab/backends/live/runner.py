@@ -57,6 +57,10 @@ LEAD_S = 0.3
 RMEM_MIN_DEFAULT = (4096, 131072)
 WMEM_MIN_DEFAULT = (4096, 16384)
 
+#: Scheduling priority of linkem and the iperf3 processes: a userspace link and the
+#: traffic generators must not be starved by whatever else the machine runs.
+CHILD_NICE = -10
+
 #: Emulation path names.
 PATHS = ("auto", "kernel", "linkem")
 
@@ -114,9 +118,9 @@ def preflight(scenario: Scenario, caps: capabilities.Capabilities | None = None,
         raise LiveError("pyroute2 is not installed, and live runs build their namespaces with it; install it: pip install pyroute2")
     if caps.iperf3 is None:
         raise LiveError(NO_IPERF3)
-    for tool in ("ip", "ethtool", "sysctl"):
+    for tool in ("ip", "ss", "ethtool", "sysctl"):
         if caps.tools.get(tool) is None:
-            pkg = {"ip": "iproute2", "ethtool": "ethtool", "sysctl": "procps"}[tool]
+            pkg = {"ip": "iproute2", "ss": "iproute2", "ethtool": "ethtool", "sysctl": "procps"}[tool]
             raise LiveError(f"`{tool}` is not installed, and live runs need it; install it: apt-get install {pkg}")
     resolved = scenario.resolve()
     for cca in dict.fromkeys(f["cca"] for f in resolved["flows"]):
@@ -293,16 +297,12 @@ def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabi
     else:
         assert choice.linkem is not None
         cfg = linkem_link.config(resolved, topo, seed=seed)
-        run.linkem, linkem_ready_epoch = linkem_link.start(run.children, choice.linkem, topo, cfg, rdir)
+        run.linkem, linkem_ready_epoch = linkem_link.start(run.children, choice.linkem, topo, cfg, rdir, nice=CHILD_NICE)
         link_meta = {"linkem_config": cfg, "linkem_argv": run.linkem.argv}
 
     # ---- flows: offsets from the seeded RNG, servers, then clients on schedule
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), START_JITTER_STREAM]))
-    jitter_ns = int(resolved["start_jitter_ns"])
     flows: list[_Flow] = []
-    for k, (label, f) in enumerate(zip(labels, specs)):
-        jit = int(rng.integers(0, jitter_ns + 1)) if jitter_ns > 0 else 0
-        start_ns = int(f["start_ns"]) + jit
+    for k, (label, f, start_ns) in enumerate(zip(labels, specs, start_offsets_ns(resolved, seed))):
         stop_ns = int(f["stop_ns"]) if f["stop_ns"] is not None else int(resolved["duration_ns"])
         secs = iperf.seconds_for(int(f["start_ns"]), stop_ns)
         if abs(secs - (stop_ns - int(f["start_ns"])) / 1e9) > 1e-6:
@@ -318,7 +318,7 @@ def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabi
     for fl in flows:
         fl.server = run.children.start(f"server-{fl.index}", topo.receiver.ns,
                                        iperf.server_args(binary, fl.port, rdir / f"server-{fl.index}.json"),
-                                       stderr=rdir / f"server-{fl.index}.stderr")
+                                       stderr=rdir / f"server-{fl.index}.stderr", nice=CHILD_NICE)
     _wait_listening(topo, [fl.port for fl in flows], run)
     report("setup", 0.0, f"namespaces, {choice.path} link and {len(flows)} iperf3 server(s) up "
                          f"in {time.monotonic() - t_setup:.2f} s")
@@ -343,7 +343,7 @@ def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabi
             fl.launched_epoch = time.time()
             fl.child = run.children.start(f"client-{fl.index}", topo.senders[fl.index].ns,
                                           iperf.client_args(binary, spec, fl.logfile),
-                                          stderr=rdir / f"flow-{fl.index}.stderr")
+                                          stderr=rdir / f"flow-{fl.index}.stderr", nice=CHILD_NICE)
             now = time.monotonic()
         started = [fl for fl in flows if fl.child is not None]
         for fl in started:
@@ -395,7 +395,8 @@ def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabi
     if achieved is not None and frac < GOODPUT_WARN_FRACTION:
         warn.append(f"the flows together achieved {_rate_text(achieved)}, {100 * frac:.0f}% of the configured "
                     f"{_rate_text(rate)} bottleneck: the {choice.path} path could not sustain the rate on this "
-                    "machine (or the flows were window-limited), so throughputs are not the bottleneck's shares")
+                    "machine (or the flows were window-limited), so throughputs are not the bottleneck's shares"
+                    + _load_text())
     meta = dict(trace.meta)
     meta_notes = list(meta.get("notes", [])) + notes + warn
     meta.update({
@@ -416,6 +417,8 @@ def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabi
         "clients": [{"label": fl.label, "argv": fl.child.argv if fl.child else None, "offset_s": fl.offset_s,
                      "launched_epoch": fl.launched_epoch} for fl in flows],
         "t0_epoch": t0_epoch,
+        "child_nice": CHILD_NICE,
+        "load_average": list(os.getloadavg()),
         "interval_s": interval_s,
         "duration_s": duration_s,
         "achieved_goodput_bps": achieved,
@@ -430,11 +433,26 @@ def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabi
     return out
 
 
+def _load_text() -> str:
+    load, cpus = os.getloadavg()[0], os.cpu_count() or 1
+    return f" (load average {load:.1f} on {cpus} CPUs)" if load > cpus else ""
+
+
 def _rate_text(bps: float) -> str:
     return f"{bps / 1e9:.3g} Gbit/s" if bps >= 1e9 else f"{bps / 1e6:.3g} Mbit/s"
 
 
 # --------------------------------------------------------------------- set-up helpers
+def start_offsets_ns(resolved: dict[str, Any], seed: int) -> list[int]:
+    """Each flow's launch time (ns after scenario time 0): its ``start`` plus a
+    jitter uniform in [0, start_jitter], drawn in flow order from the run's stream
+    (seed, START_JITTER_STREAM) — the same seed gives the same schedule."""
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), START_JITTER_STREAM]))
+    jitter_ns = int(resolved["start_jitter_ns"])
+    return [int(f["start_ns"]) + (int(rng.integers(0, jitter_ns + 1)) if jitter_ns > 0 else 0) for f in resolved["flows"]]
+
+
+
 def socket_buffer_max(resolved: dict[str, Any], rtt_ns: int) -> int:
     """Default tcp_rmem/tcp_wmem maximum for a path: 2·BDP as seed 003 sets it, with
     the BDP counted at a full bottleneck buffer (rate × RTT / 8 + buffer bytes), so

@@ -148,6 +148,10 @@ def test_exception_after_setup_cleans_up(runnable):
         if p.stage == "setup":
             # Everything exists now: namespaces, linkem, iperf3 servers.
             assert subprocess.run(["pgrep", "-f", p.run_id], capture_output=True).returncode == 0
+            # A blanket `fairlab live cleanup` leaves a run in progress alone.
+            rep = cleanup()
+            assert p.run_id in rep.skipped_active
+            assert f"{p.run_id}-r" in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
             raise RuntimeError("injected after set-up")
 
     with pytest.raises(RuntimeError, match="injected after set-up"):

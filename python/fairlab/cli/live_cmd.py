@@ -40,6 +40,7 @@ def doctor(
 def cleanup(
     run_id: Optional[str] = typer.Option(None, "--run-id", help="only this run (fl-XXXX); default: every live run's leftovers"),
     dry_run: bool = typer.Option(False, "--dry-run", help="list what would be removed, remove nothing"),
+    force: bool = typer.Option(False, "--force", help="also remove runs that are still in progress"),
 ) -> None:
     """Remove namespaces, links and processes left by live runs — only names of the form fl-<hex>-…"""
     import os
@@ -51,7 +52,7 @@ def cleanup(
         err_console.print(f"[bold red]error:[/] {NOT_ROOT}")
         raise typer.Exit(2)
     try:
-        rep = do_cleanup(run_id, dry_run=dry_run)
+        rep = do_cleanup(run_id, dry_run=dry_run, force=force)
     except ValueError as exc:
         err_console.print(f"[bold red]error:[/] {exc}")
         raise typer.Exit(2) from None
@@ -64,6 +65,8 @@ def cleanup(
         console.print(f"{verb} namespace {n}", highlight=False)
     for n in rep.links:
         console.print(f"{verb} link {n}", highlight=False)
+    for rid in rep.skipped_active:
+        console.print(f"left run {rid} alone: it is still in progress (use --force, or --run-id {rid})", highlight=False)
     for e in rep.errors:
         err_console.print(f"[yellow]problem:[/] {e}", highlight=False)
     if rep.errors:

@@ -11,7 +11,10 @@ Only things named ``fl-<hex>-<role>`` (`netns.OWNED_NAME_RE`) are ever touched:
 3. interfaces with such a name in the ROOT namespace (a run never creates one, but
    an interrupted veth move could leave one).
 
-``run_id`` narrows all three to one run. Anything else — a namespace called
+``run_id`` narrows all three to one run. Without it, a run that is still in progress
+(its ``/run/fairlab-live/<run id>.pid`` names a living process) is left alone unless
+``force`` is given, so `fairlab live cleanup` cannot pull the rug from under a run
+another terminal is doing. Anything else — a namespace called
 ``decoy``, ``fl-notes``, ``fl-xyz-s0`` (not hex) — is left alone.
 """
 
@@ -31,6 +34,45 @@ _CMDLINE_RUN_RE = re.compile(r"(?:^|[/\s=])(fl-[0-9a-f]{4,8})(?:-|/|\s|$)")
 _OUR_TOOLS = ("iperf3", "linkem")
 
 
+#: A running live run announces itself here (``<run id>.pid`` holding its pid).
+ACTIVE_DIR = "/run/fairlab-live"
+
+
+def mark_active(run_id: str) -> None:
+    """Record that this process is running ``run_id``."""
+    os.makedirs(ACTIVE_DIR, exist_ok=True)
+    with open(os.path.join(ACTIVE_DIR, f"{run_id}.pid"), "w", encoding="ascii") as f:
+        f.write(str(os.getpid()))
+
+
+def unmark_active(run_id: str) -> None:
+    try:
+        os.unlink(os.path.join(ACTIVE_DIR, f"{run_id}.pid"))
+    except FileNotFoundError:
+        pass
+
+
+def active_runs() -> list[str]:
+    """Run ids whose announcing process is still alive."""
+    out = []
+    try:
+        names = os.listdir(ACTIVE_DIR)
+    except FileNotFoundError:
+        return []
+    for n in names:
+        rid = n[: -len(".pid")] if n.endswith(".pid") else None
+        if rid is None or not re.fullmatch(r"fl-[0-9a-f]{4,8}", rid):
+            continue
+        try:
+            with open(os.path.join(ACTIVE_DIR, n), encoding="ascii") as f:
+                pid = int(f.read().strip())
+        except (OSError, ValueError):
+            continue
+        if _alive(pid):
+            out.append(rid)
+    return sorted(out)
+
+
 @dataclass
 class CleanupReport:
     """What was removed (or would be, with ``dry_run``)."""
@@ -39,6 +81,7 @@ class CleanupReport:
     namespaces: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    skipped_active: list[str] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -101,15 +144,25 @@ def owned_root_links(run_id: str | None = None) -> list[str]:
     return sorted(n for n in names if _mine(n, run_id))
 
 
-def cleanup(run_id: str | None = None, *, dry_run: bool = False, grace: float = 2.0) -> CleanupReport:
+def cleanup(run_id: str | None = None, *, dry_run: bool = False, grace: float = 2.0, force: bool = False) -> CleanupReport:
     """Remove live-run leftovers (of ``run_id`` only, if given). Safe to call any
     time; a run's own ``finally`` calls it with its id."""
     if run_id is not None and not re.fullmatch(r"fl-[0-9a-f]{4,8}", run_id):
         raise ValueError(f"{run_id!r} is not a live run id (fl- followed by 4 to 8 hex digits)")
     rep = CleanupReport(processes=owned_processes(run_id), namespaces=owned_namespaces(run_id),
                         links=owned_root_links(run_id))
+    if run_id is None and not force:
+        busy = set(active_runs())
+        if busy:
+            rep.skipped_active = sorted(busy)
+            rep.processes = [(p, c) for p, c in rep.processes if not any(b in c for b in busy)
+                             and not _in_namespaces(p, [n for n in rep.namespaces if owner(n) in busy])]
+            rep.namespaces = [n for n in rep.namespaces if owner(n) not in busy]
+            rep.links = [n for n in rep.links if owner(n) not in busy]
     if dry_run:
         return rep
+    if run_id is not None:
+        unmark_active(run_id)
     _kill([pid for pid, _ in rep.processes], grace, rep)
     for n in rep.namespaces:
         try:
@@ -129,6 +182,21 @@ def cleanup(run_id: str | None = None, *, dry_run: bool = False, grace: float = 
                     if "No such device" not in str(exc):
                         rep.errors.append(f"link {name}: {exc}")
     return rep
+
+
+def _in_namespaces(pid: int, names: list[str]) -> bool:
+    try:
+        st = os.stat(f"/proc/{pid}/ns/net")
+    except OSError:
+        return False
+    for n in names:
+        try:
+            ns = os.stat(os.path.join(NETNS_DIR, n))
+        except OSError:
+            continue
+        if (ns.st_dev, ns.st_ino) == (st.st_dev, st.st_ino):
+            return True
+    return False
 
 
 def _kill(pids: list[int], grace: float, rep: CleanupReport) -> None:

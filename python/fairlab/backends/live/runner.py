@@ -43,6 +43,7 @@ from ...scenario import Scenario
 from ...trace import Trace
 from . import capabilities, iperf, kernel_link, linkem_link
 from .cleanup import cleanup as cleanup_run
+from .cleanup import mark_active
 from .errors import NO_IPERF3, NOT_ROOT, LiveError
 from .netns import HEADER_BYTES, Dumbbell, add_host_route, build_dumbbell, new_run_id, run_in, set_sysctls
 from .procs import Child, Children
@@ -60,6 +61,9 @@ WMEM_MIN_DEFAULT = (4096, 16384)
 #: Scheduling priority of linkem and the iperf3 processes: a userspace link and the
 #: traffic generators must not be starved by whatever else the machine runs.
 CHILD_NICE = -10
+
+#: Version of the meaning of the live backend's meta keys and flow-table extras.
+LIVE_FORMAT_VERSION = 1
 
 #: Emulation path names.
 PATHS = ("auto", "kernel", "linkem")
@@ -210,6 +214,7 @@ def run_live(
     owner_pid = os.getpid()
     restore = _install_signal_handlers()
     try:
+        mark_active(run.run_id)
         return _run(scenario, resolved, caps, choice, run, rdir, seed=seed, run_index=run_index, progress=progress)
     except LiveError as exc:
         if exc.run_id is None:
@@ -416,6 +421,7 @@ def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabi
         "routes": routes,
         "clients": [{"label": fl.label, "argv": fl.child.argv if fl.child else None, "offset_s": fl.offset_s,
                      "launched_epoch": fl.launched_epoch} for fl in flows],
+        "live_format_version": LIVE_FORMAT_VERSION,
         "t0_epoch": t0_epoch,
         "child_nice": CHILD_NICE,
         "load_average": list(os.getloadavg()),

@@ -149,3 +149,137 @@ impl Harness {
 pub(crate) fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * b.abs().max(1e-12)
 }
+
+/// One invariant suite over every algorithm in the name table (quiche runs its
+/// recovery tests over all algorithms with rstest `#[values]`; a loop over
+/// [`REGISTRY`](super::REGISTRY) does the same without a dependency).
+#[cfg(test)]
+mod every_registry_entry {
+    use super::super::{build, CcError, CongestionSignal, REGISTRY};
+    use super::*;
+
+    /// Run `f` on a fresh harness for every entry, naming the entry on failure.
+    fn for_each(f: impl Fn(&str, &mut Harness)) {
+        assert!(!REGISTRY.is_empty());
+        for e in REGISTRY {
+            let cc = build(e.name, &params("{}"), &init(10)).unwrap_or_else(|err| panic!("{}: default build failed: {err}", e.name));
+            assert_eq!(cc.name(), e.name, "entry and controller disagree on the name");
+            // 20 ms keeps every slow start modest (Hybla's ρ = max(RTT/25 ms, 1)
+            // would multiply the window 16-fold per round at 100 ms).
+            let mut h = Harness::new(cc, SimDuration::from_millis(20));
+            f(e.name, &mut h);
+        }
+    }
+
+    fn check_floor(name: &str, h: &Harness, step: &str) {
+        assert!(h.cc.cwnd() >= MSS, "{name}: cwnd {} < 1 MSS after {step}", h.cc.cwnd());
+    }
+
+    #[test]
+    fn unknown_parameters_are_refused_naming_the_key() {
+        for e in REGISTRY {
+            match build(e.name, &params(r#"{"surely_not_a_parameter": 1}"#), &init(10)) {
+                Err(CcError::BadParam { value, .. }) => assert!(value.contains("surely_not_a_parameter"), "{}: {value}", e.name),
+                Err(other) => panic!("{}: wrong error {other}", e.name),
+                Ok(_) => panic!("{}: accepted an unknown parameter", e.name),
+            }
+        }
+    }
+
+    #[test]
+    fn window_never_below_one_mss_through_a_rough_life() {
+        for_each(|name, h| {
+            for _ in 0..6 {
+                h.round();
+                check_floor(name, h, "slow start");
+            }
+            h.rtt += SimDuration::from_millis(30);
+            for _ in 0..3 {
+                h.round();
+                check_floor(name, h, "rtt rise");
+            }
+            h.loss();
+            check_floor(name, h, "loss");
+            for _ in 0..10 {
+                h.ack(1);
+            }
+            h.exit_recovery();
+            h.round();
+            h.cc.on_rto(h.now, h.cc.cwnd());
+            check_floor(name, h, "rto");
+            h.ack(1);
+            check_floor(name, h, "ack after rto");
+            for _ in 0..3 {
+                h.round();
+            }
+            h.loss();
+            h.cc.on_spurious_loss(h.now);
+            h.exit_recovery();
+            check_floor(name, h, "spurious undo");
+            h.cc.on_idle_restart(h.now);
+            check_floor(name, h, "idle restart");
+            h.rtt = SimDuration::from_millis(1);
+            for _ in 0..5 {
+                h.round();
+                check_floor(name, h, "rtt drop");
+            }
+            // Repeated losses drive any window to its floor.
+            for _ in 0..40 {
+                h.loss_and_recover();
+                check_floor(name, h, "repeated loss");
+            }
+            let m = h.cc.metrics();
+            assert_eq!(m.cwnd, h.cc.cwnd(), "{name}: metrics disagree with cwnd()");
+            assert!(!m.phase.is_empty(), "{name}: empty phase name");
+        });
+    }
+
+    /// Window-based loss controllers; BBR-style model-based controllers set the
+    /// window from their path model (and may let it recover within recovery, as
+    /// Linux `bbr_set_cwnd_to_recover_or_restore` does), so the two loss rules
+    /// below are checked only for controllers that do not pace.
+    fn loss_based(h: &Harness) -> bool {
+        h.cc.pacing_rate().is_none()
+    }
+
+    #[test]
+    fn a_loss_event_reduces_the_window() {
+        for_each(|name, h| {
+            for _ in 0..5 {
+                h.round();
+            }
+            if !loss_based(h) {
+                return;
+            }
+            for signal in [CongestionSignal::Loss, CongestionSignal::Ecn] {
+                let before = h.cc.cwnd();
+                h.congestion(signal);
+                assert!(h.cc.cwnd() < before, "{name}: {signal:?} left cwnd at {} (was {before})", h.cc.cwnd());
+                assert!(h.cc.ssthresh() < u64::MAX, "{name}: no ssthresh after {signal:?}");
+                h.exit_recovery();
+                for _ in 0..3 {
+                    h.round();
+                }
+            }
+        });
+    }
+
+    #[test]
+    fn the_window_never_grows_during_recovery() {
+        for_each(|name, h| {
+            for _ in 0..5 {
+                h.round();
+            }
+            if !loss_based(h) {
+                return;
+            }
+            h.loss();
+            let at_entry = h.cc.cwnd();
+            for i in 0..200 {
+                h.advance(SimDuration::from_millis(1));
+                h.ack(if i % 2 == 0 { 1 } else { 2 });
+                assert!(h.cc.cwnd() <= at_entry, "{name}: cwnd grew in recovery ({} > {at_entry})", h.cc.cwnd());
+            }
+        });
+    }
+}

@@ -156,9 +156,12 @@ pub fn run(bridge: &mut Bridge, ports: &Ports, mut stats: Option<BufWriter<File>
         bridge.poll(now, &mut out);
         send_all(ports, &mut out, &mut scratch, &mut health);
 
-        if let Some(t) = schedule.take_due(now) {
+        // Stamp the sample with the instant its counters were read (`now`), not the
+        // scheduled one: under CPU contention the two can differ by milliseconds,
+        // and a rate computed from mislabelled samples would be off by that much.
+        if schedule.take_due(now).is_some() {
             if let Some(w) = stats.as_mut() {
-                writeln!(w, "{}", stats::line(t, bridge))?;
+                writeln!(w, "{}", stats::line(now, bridge))?;
                 w.flush()?;
             }
         }

@@ -2,9 +2,10 @@
 //! final one on shutdown. Fields (all integers; counters cumulative since start):
 //! `t_ns`, `queue_bytes`, `queue_pkts`, `drops`, `marks`, `drops_by_reason`
 //! (every `aqm::DropReason` by its stable name), `forwarded_pkts`,
-//! `forwarded_bytes`. `t_ns` counts from the `ready` line; a periodic sample's
-//! `t_ns` is its scheduled instant k·interval (the END of its interval, as
-//! DESIGN.md's Trace wants), the final sample's is the shutdown instant.
+//! `forwarded_bytes`. `t_ns` counts from the `ready` line and is the instant the
+//! counters were read: for a periodic sample the first loop iteration at or after
+//! its scheduled instant k·interval (normally microseconds after it; it is the END
+//! of the interval, as DESIGN.md's Trace wants), for the final one the shutdown.
 
 use aqm::DropReason;
 use netunits::{SimDuration, SimTime};

@@ -87,7 +87,7 @@ fn main() {
         s1_pps = Some(bench(&format!("S1 ({reno}+{cubic}, 100 Mb/s, 100 ms, 1 BDP, 300 s)"), &s1));
     }
     if which == "all" || which == "s2" {
-        let dur = if quick { 30 } else { 300 };
+        let dur = if quick { 15 } else { 300 };
         let s2 = spec("S2", 10_000_000_000, 120_000_000, 0.2, dur, &[reno.clone(), cubic.clone(), bic.clone()]);
         bench(&format!("S2 ({reno}+{cubic}+{bic}, 10 Gb/s, 120 ms, 0.2 BDP, {dur} s)"), &s2);
     }

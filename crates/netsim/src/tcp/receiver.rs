@@ -5,17 +5,17 @@
 //! reads in-order data immediately, so the advertised window never shrinks and is
 //! applied at the sender as a constant `rwnd_bytes` cap.
 
+use std::collections::VecDeque;
+
 use netunits::{SimDuration, SimTime};
 
 use crate::packet::{Ack, Pkt, MAX_SACK_BLOCKS, PF_CE, PF_CWR};
 
-/// One out-of-order range `[start, end)` and when it last grew (for RFC 2018 §4's
-/// "most recently reported first" block order).
+/// One out-of-order range `[start, end)`.
 #[derive(Clone, Copy, Debug)]
 struct OooRange {
     start: u64,
     end: u64,
-    touched: u64,
 }
 
 /// The receiving half of a TCP flow.
@@ -30,8 +30,14 @@ pub(crate) struct TcpReceiver {
     delack_timeout: SimDuration,
     /// Next expected segment.
     rcv_nxt: u64,
-    ooo: Vec<OooRange>,
-    arrivals: u64,
+    /// Out-of-order ranges above `rcv_nxt`, sorted, disjoint, non-adjacent.
+    ooo: VecDeque<OooRange>,
+    /// The ranges most recently grown, newest first (RFC 2018 §4: the first SACK
+    /// block reports the newest arrival, the others the most recently reported
+    /// blocks). Kept like Linux's `selective_acks` cache so building an ACK never
+    /// scans all holes.
+    recent: [(u64, u64); MAX_SACK_BLOCKS],
+    nrecent: usize,
     /// Full-sized segments received since the last ACK.
     unacked: u32,
     /// Delayed-ACK timer, `SimTime::MAX` when not running.
@@ -53,8 +59,9 @@ impl TcpReceiver {
             delayed_ack,
             delack_timeout,
             rcv_nxt: 0,
-            ooo: Vec::new(),
-            arrivals: 0,
+            ooo: VecDeque::new(),
+            recent: [(0, 0); MAX_SACK_BLOCKS],
+            nrecent: 0,
             unacked: 0,
             delack_deadline: SimTime::MAX,
             ece: false,
@@ -84,18 +91,20 @@ impl TcpReceiver {
                 self.ece = true;
             }
         }
-        self.arrivals += 1;
         let s = pkt.seq;
         if s == self.rcv_nxt {
             self.rcv_nxt += 1;
             let mut filled_gap = false;
-            if let Some(first) = self.ooo.first() {
+            if let Some(first) = self.ooo.front() {
                 if first.start == self.rcv_nxt {
                     let end = first.end;
-                    self.ooo.remove(0);
+                    self.ooo.pop_front();
                     self.rcv_nxt = end;
                     filled_gap = true;
                 }
+            }
+            if filled_gap {
+                self.forget_recent_below(self.rcv_nxt);
             }
             let newly = self.bytes_of(s, self.rcv_nxt);
             self.app_bytes += newly;
@@ -132,30 +141,55 @@ impl TcpReceiver {
     }
 
     fn insert_ooo(&mut self, s: u64) {
-        let t = self.arrivals;
         let i = self.ooo.partition_point(|r| r.end < s);
+        let mut merged = None;
         if i < self.ooo.len() {
             let r = self.ooo[i];
             if r.start <= s && s < r.end {
-                self.ooo[i].touched = t; // duplicate of an out-of-order segment
-                return;
-            }
-            if r.end == s {
-                self.ooo[i].end = s + 1;
-                self.ooo[i].touched = t;
+                merged = Some((r.start, r.end)); // duplicate of an out-of-order segment
+            } else if r.end == s {
+                let mut end = s + 1;
                 if i + 1 < self.ooo.len() && self.ooo[i + 1].start == s + 1 {
-                    self.ooo[i].end = self.ooo[i + 1].end;
+                    end = self.ooo[i + 1].end;
                     self.ooo.remove(i + 1);
                 }
-                return;
-            }
-            if r.start == s + 1 {
+                self.ooo[i].end = end;
+                merged = Some((r.start, end));
+            } else if r.start == s + 1 {
                 self.ooo[i].start = s;
-                self.ooo[i].touched = t;
-                return;
+                merged = Some((s, r.end));
             }
         }
-        self.ooo.insert(i, OooRange { start: s, end: s + 1, touched: t });
+        let (a, b) = merged.unwrap_or_else(|| {
+            self.ooo.insert(i, OooRange { start: s, end: s + 1 });
+            (s, s + 1)
+        });
+        // Newest block first; drop cached blocks it now covers (they merged into it).
+        let mut next = [(0u64, 0u64); MAX_SACK_BLOCKS];
+        next[0] = (a, b);
+        let mut n = 1;
+        for k in 0..self.nrecent {
+            let (x, y) = self.recent[k];
+            if y <= a || x >= b {
+                if n < MAX_SACK_BLOCKS {
+                    next[n] = (x, y);
+                    n += 1;
+                }
+            }
+        }
+        self.recent = next;
+        self.nrecent = n;
+    }
+
+    fn forget_recent_below(&mut self, cum: u64) {
+        let mut n = 0;
+        for k in 0..self.nrecent {
+            if self.recent[k].1 > cum {
+                self.recent[n] = self.recent[k];
+                n += 1;
+            }
+        }
+        self.nrecent = n;
     }
 
     fn make_ack(&mut self, just_received: Option<u64>) -> Ack {
@@ -163,38 +197,12 @@ impl TcpReceiver {
         self.delack_deadline = SimTime::MAX;
         let mut ack = Ack { cum: self.rcv_nxt, ece: self.ece, ..Ack::default() };
         if self.sack && !self.ooo.is_empty() {
-            // RFC 2018 §4: the first block holds the segment that triggered this
-            // ACK; the others repeat the most recently reported blocks.
-            let mut n = 0usize;
-            let mut first_idx = usize::MAX;
-            if let Some(s) = just_received {
-                if let Some(i) = self.ooo.iter().position(|r| r.start <= s && s < r.end) {
-                    first_idx = i;
-                    ack.blocks[0] = (self.ooo[i].start, self.ooo[i].end);
-                    n = 1;
-                }
-            }
-            // Up to MAX_SACK_BLOCKS - n more, most recently touched first.
-            let mut picked = [usize::MAX; MAX_SACK_BLOCKS];
-            while n < MAX_SACK_BLOCKS {
-                let mut best: Option<usize> = None;
-                for (i, r) in self.ooo.iter().enumerate() {
-                    if i == first_idx || picked.contains(&i) {
-                        continue;
-                    }
-                    if best.is_none_or(|b| r.touched > self.ooo[b].touched) {
-                        best = Some(i);
-                    }
-                }
-                match best {
-                    Some(b) => {
-                        picked[n] = b;
-                        ack.blocks[n] = (self.ooo[b].start, self.ooo[b].end);
-                        n += 1;
-                    }
-                    None => break,
-                }
-            }
+            // RFC 2018 §4: the first block holds the segment that triggered this ACK
+            // (insert_ooo put it first in `recent`); the others repeat the most
+            // recently reported blocks.
+            let _ = just_received;
+            let n = self.nrecent;
+            ack.blocks[..n].copy_from_slice(&self.recent[..n]);
             ack.nblocks = n as u8;
         }
         ack

@@ -119,7 +119,7 @@ pub(crate) struct TcpSender {
     /// LOST and neither RETRANS nor SACKED: waiting for retransmission.
     lost_pending: u64,
     /// The sender's view of SACKed ranges above `snd_una`, sorted and merged.
-    sack_ranges: Vec<(u64, u64)>,
+    sack_ranges: VecDeque<(u64, u64)>,
     /// Every un-SACKed segment below this is marked LOST.
     lost_mark: u64,
     /// No segment below this needs retransmitting (RFC 6675 HighRxt, as a scan pointer).
@@ -161,7 +161,7 @@ impl TcpSender {
             lost_out: 0,
             retrans_out: 0,
             lost_pending: 0,
-            sack_ranges: Vec::with_capacity(16),
+            sack_ranges: VecDeque::with_capacity(16),
             lost_mark: 0,
             rxt_scan: 0,
             reno_dupacks: 0,
@@ -448,6 +448,7 @@ impl TcpSender {
             self.sack_ranges[i] = (lo, hi);
             self.sack_ranges.drain(i + 1..j);
         }
+        debug_assert!(self.sack_ranges.iter().zip(self.sack_ranges.iter().skip(1)).all(|(x, y)| x.1 < y.0));
         newly
     }
 
@@ -553,7 +554,7 @@ impl TcpSender {
             if k > 0 {
                 self.sack_ranges.drain(..k);
             }
-            if let Some(first) = self.sack_ranges.first_mut() {
+            if let Some(first) = self.sack_ranges.front_mut() {
                 first.0 = first.0.max(cum);
             }
         } else if !self.cfg.sack && self.snd_nxt > self.snd_una && ack.cum == self.snd_una {

@@ -10,7 +10,8 @@ scenario paths and whose values are lists:
     mode = "product"                               # default; "zip" pairs lists up
 
 A key that is not a scenario path names a *grouped* axis whose values are tables of
-path = value assignments made together, e.g. both flows' controls at once:
+path = value assignments made together (an optional `label` names the group in
+tables and figures), e.g. both flows' controls at once:
 
     pair = [{"flows[0].cca" = "ccid2", "flows[1].cca" = "reno"},
             {"flows[0].cca" = "reno",  "flows[1].cca" = "ccid2"}]
@@ -175,8 +176,12 @@ def is_grouped_axis(key: str) -> bool:
 
 
 def _fmt_value(v: Any) -> str:
+    """How a sweep value is shown: a grouped value by its `label` key, else by its
+    scalar assignments joined with "/" (tables such as controller params are left out)."""
     if isinstance(v, dict):
-        return "/".join(_fmt_value(x) for x in v.values())
+        if "label" in v:
+            return str(v["label"])
+        return "/".join(str(x) for x in v.values() if isinstance(x, (str, int, float)) and not isinstance(x, bool))
     return str(v)
 
 
@@ -192,7 +197,8 @@ def apply_point(doc: dict[str, Any], point: dict[str, Any], *, source: str) -> d
             if not isinstance(value, dict):
                 raise ScenarioError(f"{source}: sweep axis {key!r} is not a scenario path, so its values must be tables of path = value (e.g. {{\"flows[0].cca\" = \"reno\"}})")
             for path, v in value.items():
-                set_path(d, path, v, source=source)
+                if path != "label":  # the group's display name, not an assignment
+                    set_path(d, path, v, source=source)
         else:
             set_path(d, key, value, source=source)
     return d

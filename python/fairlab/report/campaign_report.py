@@ -28,7 +28,7 @@ from .. import __version__  # noqa: E402
 from ..analysis import analyze  # noqa: E402
 from ..campaign.aggregate import ConditionResult, aggregate, campaign_of, fmt_stat  # noqa: E402
 from ..campaign.plan import CALIBRATION, MAIN, SOLO, is_grouped_axis  # noqa: E402
-from ..campaign.store import Store  # noqa: E402
+from ..campaign.store import Store, StoreError  # noqa: E402
 from ..metrics._common import fmt_num  # noqa: E402
 from .plots import _STYLE, _rate_scale  # noqa: E402
 
@@ -81,10 +81,12 @@ def _series_label(point: dict[str, Any], axis: Axis) -> str:
     return ", ".join((_fmt_value(v) if is_grouped_axis(k) else f"{k.split('.')[-1]}={v}") for k, v in rest.items())
 
 
-def _fig_files(fig: plt.Figure, outdir: Path, stem: str) -> Path:
+def _fig_files(fig: plt.Figure, outdir: Path, stem: str, *, svg: bool = True) -> Path:
+    """Save PNG (and SVG for the summary figures, which people put in papers)."""
     png = outdir / f"{stem}.png"
     fig.savefig(png)
-    fig.savefig(outdir / f"{stem}.svg")
+    if svg:
+        fig.savefig(outdir / f"{stem}.svg")
     plt.close(fig)
     return png
 
@@ -101,14 +103,31 @@ def _grid(results: list[ConditionResult], axis: Axis) -> tuple[list[str], list[A
 
 
 def _col_title(v: str) -> str:
+    from ..campaign.plan import _fmt_value
+
     x = json.loads(v)
-    return "—" if x is None else str(x)
+    return "—" if x is None else _fmt_value(x)
+
+
+def _x_positions(cols: list[str]) -> tuple[list[float], list[str] | None]:
+    """Numeric x values of the columns, or positions 0..n-1 plus tick labels when the
+    axis is categorical (e.g. a grouped axis of experiments)."""
+    xs = [_axis_value(json.loads(c))[0] for c in cols]
+    if all(np.isfinite(x) for x in xs):
+        return xs, None
+    return list(range(len(cols))), [_col_title(c) for c in cols]
+
+
+def _apply_ticks(ax, ticks: list[str] | None) -> None:
+    if ticks is not None:
+        ax.set_xticks(range(len(ticks)))
+        ax.set_xticklabels(ticks, rotation=20 if max(len(t) for t in ticks) > 8 else 0, ha="right" if max(len(t) for t in ticks) > 8 else "center", fontsize=8)
 
 
 # ---------------------------------------------------------------------- figures
 def fig_jain_vs_axis(results, axis, outdir: Path) -> Path:
     series, cols, cells = _grid(results, axis)
-    xs = [_axis_value(json.loads(c))[0] for c in cols]
+    xs, ticks = _x_positions(cols)
     with plt.rc_context(_STYLE):
         fig, ax = plt.subplots()
         for s in series:
@@ -121,6 +140,7 @@ def fig_jain_vs_axis(results, axis, outdir: Path) -> Path:
                     es.append(r.jain_mean_jt.std or 0.0)
             ax.errorbar(xx, ys, yerr=es, marker="o", capsize=3, label=s)
         ax.set_xlabel(axis.title or "condition")
+        _apply_ticks(ax, ticks)
         ax.set_ylabel("Jain's index, mean of J(t) (no unit)")
         ax.set_ylim(0, 1.05)
         ax.set_title("Fairness: mean J(t) ± std over runs")
@@ -133,12 +153,12 @@ def fig_nru_vs_axis(results, axis, outdir: Path) -> Path | None:
     series, cols, cells = _grid(results, axis)
     if not any(r.nru_u_mean is not None for r in results):
         return None
-    xs = [_axis_value(json.loads(c))[0] for c in cols]
+    xs, ticks = _x_positions(cols)
     n = len(series)
     ncols = min(3, n)
     nrows = int(np.ceil(n / ncols))
     with plt.rc_context(_STYLE):
-        fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.4 * nrows), squeeze=False, sharey=True)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(max(8.0, 4.2 * ncols), 3.6 * nrows), squeeze=False, sharey=True)
         for idx, s in enumerate(series):
             ax = axes[idx // ncols][idx % ncols]
             for x, c in zip(xs, cols):
@@ -159,6 +179,7 @@ def fig_nru_vs_axis(results, axis, outdir: Path) -> Path | None:
             ax.axhline(0, color="grey", linewidth=0.8)
             ax.set_title(s, fontsize=10)
             ax.set_xlabel(axis.title or "condition")
+            _apply_ticks(ax, ticks)
             if idx % ncols == 0:
                 ax.set_ylabel("NRU (dB)")
         for idx in range(n, nrows * ncols):
@@ -175,38 +196,56 @@ def fig_nru_vs_axis(results, axis, outdir: Path) -> Path | None:
 
 
 def fig_throughput_vs_axis(results, axis, outdir: Path) -> Path:
+    """Mean throughput per flow: lines over a numeric axis, grouped bars (coloured by
+    congestion control, like seed 002 Figs. 4–5) over a categorical one."""
     series, cols, cells = _grid(results, axis)
-    xs = [_axis_value(json.loads(c))[0] for c in cols]
+    xs, ticks = _x_positions(cols)
     all_means = [f.mean_bps.mean for r in results for f in r.flows if f.mean_bps.mean is not None]
     scale, unit = _rate_scale(max(all_means) if all_means else 1.0)
     n = len(series)
     ncols = min(3, n)
     nrows = int(np.ceil(n / ncols))
+    ccas = sorted({f.cca for r in results for f in r.flows})
+    colour = {c: plt.cm.tab10(i % 10) for i, c in enumerate(ccas)}
     with plt.rc_context(_STYLE):
-        fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.4 * nrows), squeeze=False, sharey=True)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(max(8.0, 4.2 * ncols), 3.6 * nrows), squeeze=False, sharey=True)
         for idx, s in enumerate(series):
             ax = axes[idx // ncols][idx % ncols]
-            nflows = max((len(r.flows) for (ss, _), r in cells.items() if ss == s), default=0)
-            for fi in range(min(nflows, 8)):
-                xx, yy, ee, name = [], [], [], None
+            if ticks is not None:
                 for x, c in zip(xs, cols):
                     r = cells.get((s, c))
-                    if r is None or fi >= len(r.flows) or r.flows[fi].mean_bps.mean is None:
+                    if r is None:
                         continue
-                    name = f"flow {fi + 1}: {r.flows[fi].cca}"
-                    xx.append(x)
-                    yy.append(r.flows[fi].mean_bps.mean / scale)
-                    ee.append((r.flows[fi].mean_bps.std or 0.0) / scale)
-                ax.errorbar(xx, yy, yerr=ee, marker="o", capsize=2, label=name)
+                    k = len(r.flows)
+                    width = 0.8 / max(k, 1)
+                    for fi, f in enumerate(r.flows):
+                        if f.mean_bps.mean is None:
+                            continue
+                        ax.bar(x - 0.4 + width * (fi + 0.5), f.mean_bps.mean / scale, width * 0.9, yerr=(f.mean_bps.std or 0.0) / scale, color=colour[f.cca], capsize=2)
+                ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=colour[c]) for c in ccas], labels=ccas, fontsize=8, loc="best")
+            else:
+                nflows = max((len(r.flows) for (ss, _), r in cells.items() if ss == s), default=0)
+                for fi in range(min(nflows, 8)):
+                    xx, yy, ee, name = [], [], [], None
+                    for x, c in zip(xs, cols):
+                        r = cells.get((s, c))
+                        if r is None or fi >= len(r.flows) or r.flows[fi].mean_bps.mean is None:
+                            continue
+                        name = f"flow {fi + 1}: {r.flows[fi].cca}"
+                        xx.append(x)
+                        yy.append(r.flows[fi].mean_bps.mean / scale)
+                        ee.append((r.flows[fi].mean_bps.std or 0.0) / scale)
+                    ax.errorbar(xx, yy, yerr=ee, marker="o", capsize=2, label=name)
+                ax.legend(fontsize=8, loc="best")
             ax.set_title(s, fontsize=10)
             ax.set_xlabel(axis.title or "condition")
+            _apply_ticks(ax, ticks)
             if idx % ncols == 0:
                 ax.set_ylabel(f"mean throughput ({unit})")
             ax.set_ylim(bottom=0)
-            ax.legend(fontsize=8, loc="best")
         for idx in range(n, nrows * ncols):
             axes[idx // ncols][idx % ncols].set_visible(False)
-        fig.suptitle("Mean throughput per flow over the analysis window (± std over runs)")
+        fig.suptitle("Mean throughput per flow over the analysis window (± std over runs)", fontsize=11)
         fig.tight_layout(rect=(0, 0, 1, 0.95))
         return _fig_files(fig, outdir, "throughput_vs_" + _slug(axis.title or "condition"))
 
@@ -240,7 +279,7 @@ def fig_example_run(store: Store, r: ConditionResult, outdir: Path, index: int) 
         ax2.legend(loc="lower right", fontsize=8)
         fig.tight_layout()
         del model_window
-        return _fig_files(fig, outdir, f"example_{index:03d}")
+        return _fig_files(fig, outdir, f"example_{index:03d}", svg=False)
 
 
 def _slug(s: str) -> str:
@@ -358,7 +397,10 @@ def write_report(root: str | Path, *, notes: list[str] | None = None, max_exampl
     camp = campaign_of(store)
     results = aggregate(store, camp)
     if not results or all(not r.runs for r in results):
-        raise ValueError(f"{store.root}: no finished runs to report; run the campaign first (fairlab run)")
+        raise StoreError(
+            f"{store.root}: none of this campaign's runs has finished (runs made by another fairlab version "
+            "or from an edited scenario have other content addresses); run the campaign first (fairlab run / reproduce)"
+        )
     axis = _choose_axis(camp.sweep)
     figdir = store.root / "figures"
     figdir.mkdir(exist_ok=True)

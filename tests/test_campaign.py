@@ -243,3 +243,37 @@ def test_report_writes_tables_and_figures(tmp_path):
     pngs = list(out["figures"].glob("*.png"))
     assert len(pngs) >= 4 and all(p.read_bytes()[:4] == b"\x89PNG" for p in pngs)
     assert list(out["figures"].glob("*.svg"))
+
+
+def test_measured_calibration_files_replace_derived_runs(tmp_path):
+    """A user may supply calibration measured elsewhere (e.g. a testbed's
+    self-competition runs); the campaign then plans no calibration runs of its own."""
+    from fairlab.campaign.aggregate import aggregate
+
+    cal = tmp_path / "self.csv"
+    cal.write_text("time,flow,throughput_mbps\n" + "".join(f"{t},{f},4\n" for t in range(1, 13) for f in ("a", "b")))
+    spec = tmp_path / "c.toml"
+    spec.write_text(
+        'name = "measured"\nduration = "12s"\nwindow = ["4s", "12s"]\nruns = 1\n'
+        '[bottleneck]\nrate = "10Mbit"\n'
+        '[analysis]\nnru = true\ncalibration_files = ["self.csv"]\n'
+        '[[flows]]\ncca = "reno"\nrtt = "20ms"\n[[flows]]\ncca = "cubic"\nrtt = "20ms"\n'
+    )
+    from fairlab.campaign.plan import load_campaign
+
+    camp = load_campaign(spec)
+    assert camp.count(CALIBRATION) == 0
+    store = Store(tmp_path / "out")
+    run_campaign(camp, store, workers=1)
+    (res,) = aggregate(store)
+    assert res.expected_bps == pytest.approx([4e6, 4e6])
+    assert res.nru_tuple_text is not None
+
+
+def test_missing_calibration_file_is_named(tmp_path):
+    spec = tmp_path / "c.toml"
+    spec.write_text('name = "m"\nduration = "12s"\n[bottleneck]\nrate = "10Mbit"\n[analysis]\nnru = true\ncalibration_files = ["nope.json"]\n[[flows]]\ncca = "reno"\nrtt = "20ms"\n')
+    from fairlab.campaign.plan import load_campaign
+
+    with pytest.raises(ScenarioError, match="analysis.calibration_files.*nope.json"):
+        load_campaign(spec)

@@ -136,13 +136,35 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionR
             if all(e in solo_means for e in entry):
                 solo = [solo_means[e] for e in entry]
 
+        measured_cal = measured_base = None
+        if model.analysis.nru and model.analysis.calibration_files:
+            from ..ingest import load as ingest_load
+
+            measured_cal = ingest_load(model.analysis.calibration_files)
+        if model.analysis.harm and model.analysis.baseline_files:
+            from ..ingest import load as ingest_load
+
+            measured_base = ingest_load(model.analysis.baseline_files)
         jt, jm, flow_means = [], [], [[] for _ in labels]
+        res_expected = expected
         up, um, umean, ss, tu, harm_mean = [], [], [], [], [], []
         harm_flow: list[list[float | None]] = [[] for _ in labels]
         n_conv = 0
         epoch = None if model.analysis.epoch is None else model.analysis.epoch / 1e9
         for tr in traces:
-            a = analyze(tr, window=window, expected_bps=expected, solo_bps=solo, epoch=epoch, u_c=model.analysis.uc, k=model.analysis.hold)
+            a = analyze(
+                tr,
+                window=window,
+                expected_bps=expected,
+                solo_bps=solo,
+                calibration=measured_cal if expected is None else None,
+                baseline=measured_base if solo is None else None,
+                epoch=epoch,
+                u_c=model.analysis.uc,
+                k=model.analysis.hold,
+            )
+            if a.expected_bps is not None and res_expected is None:
+                res_expected = list(a.expected_bps)
             jt.append(a.jain.mean_jt)
             jm.append(a.jain.of_means)
             for i, f in enumerate(a.flows):
@@ -172,10 +194,10 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionR
             jain_mean_jt=jt_stats,
             jain_of_means=run_stats(jm),
             jain_cv=cv,
-            expected_bps=expected,
+            expected_bps=res_expected,
             missing_runs=missing,
         )
-        if expected is not None and traces:
+        if up and traces:
             res.nru_u_plus, res.nru_u_minus = run_stats(up), run_stats(um)
             res.nru_u_mean, res.nru_s_system = run_stats(umean), run_stats(ss)
             # The tuple of means over runs; a side empty in some runs is averaged over
@@ -185,7 +207,7 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionR
             if epoch is not None:
                 res.t_convergence = run_stats(tu)
                 res.n_converged = n_conv
-        if solo is not None and traces:
+        if harm_mean and traces:
             res.harm_mean = run_stats(harm_mean)
             res.harm_per_flow = [run_stats(h) for h in harm_flow]
         results.append(res)

@@ -232,9 +232,27 @@ def _solo_doc(doc: dict[str, Any], flow_index: int) -> dict[str, Any]:
     return out
 
 
+def _absolute_files(doc: dict[str, Any], source: str) -> None:
+    """Calibration/baseline files named in `[analysis]` are relative to the campaign
+    file; make them absolute so the plan does not depend on the working directory."""
+    analysis = doc.get("analysis") or {}
+    base = Path(source).parent if Path(source).exists() else Path.cwd()
+    for key in ("calibration_files", "baseline_files"):
+        if key in analysis:
+            files = []
+            for f in analysis[key]:
+                p = Path(f)
+                p = p if p.is_absolute() else (base / p)
+                if not p.exists():
+                    raise ScenarioError(f"{source}: field `analysis.{key}` names {f!r}, which does not exist (looked at {p})")
+                files.append(str(p.resolve()))
+            analysis[key] = files
+
+
 def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "sim") -> Campaign:
     """Expand a campaign document into its plan (validating every condition)."""
     doc = copy.deepcopy(doc)
+    _absolute_files(doc, source)
     sweep = doc.pop("sweep", {}) or {}
     if not isinstance(sweep, dict):
         raise ScenarioError(f"{source}: [sweep] must be a table of path = [values]")
@@ -263,7 +281,7 @@ def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "s
         main, _ = add(MAIN, d, point, label)
         links: dict[str, dict[Any, list[str]]] = camp.links.setdefault(main, {"calibration": {}, "solo": {}})
         model = Scenario.from_dict(d, source=f"{source} [{label}]")
-        if model.analysis.nru:
+        if model.analysis.nru and not model.analysis.calibration_files:
             seen_cca: set[str] = set()
             for f in d["flows"]:
                 entry = {"cca": f["cca"], **({"params": f["params"]} if f.get("params") else {})}
@@ -272,7 +290,7 @@ def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "s
                     continue
                 seen_cca.add(sig)
                 links["calibration"][f["cca"]] = add(CALIBRATION, _calibration_doc(d, entry), point, f"{label} | calibration {f['cca']}", for_cca=f["cca"])[1]
-        if model.analysis.harm:
+        if model.analysis.harm and not model.analysis.baseline_files:
             for i, f in enumerate(d["flows"]):
                 links["solo"][i] = add(SOLO, _solo_doc(d, i), point, f"{label} | solo flow {i} ({f['cca']})", for_flow=i)[1]
     return camp

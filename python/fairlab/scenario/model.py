@@ -110,6 +110,8 @@ class AnalysisSettings(_Strict):
     epoch: int | None = Field(default=None, description="ns; t_e for NRU convergence times")
     uc: float = Field(default=-0.46, le=0.0, description="dB; NRU convergence threshold U_c")
     hold: int = Field(default=1, ge=1, description="samples the threshold must hold for T_U")
+    calibration_files: list[str] = Field(default_factory=list, description="measured self-competition runs to use instead of derived calibration runs")
+    baseline_files: list[str] = Field(default_factory=list, description="measured solo runs to use instead of derived solo runs")
 
     _epoch = field_validator("epoch", mode="before")(lambda v: None if v is None else units.parse_duration(v))
 

@@ -26,5 +26,7 @@ def run_scenario(
     if backend == "live":
         from .backends.live.runner import run_live
 
-        return run_live(scenario, seed=scenario.seed if seed is None else seed, run_index=run_index, progress=progress)
+        # The live backend reports stages; callers here get elapsed seconds, like the simulator's.
+        live_progress = None if progress is None else (lambda p: progress(p.elapsed_s))
+        return run_live(scenario, seed=scenario.seed if seed is None else seed, run_index=run_index, progress=live_progress)
     raise ValueError(f"unknown backend {backend!r}; allowed: {', '.join(BACKENDS)}")

@@ -86,8 +86,11 @@ bench: install ## Benchmarks (simulator S1-S4, metrics, linkem, campaign); recor
 	$(PY) bench/bench_campaign.py
 
 .PHONY: validate
-validate: install ## Long validation runs (paper comparisons); results recorded in docs/validation.md
-	$(PY) -m pytest -q tests/validation
+validate: install ## Full paper reproductions (hours); compare with docs/validation.md
+	@for p in $$($(PY) -c "from fairlab.presets import PRESETS; print(' '.join(PRESETS))"); do \
+	  echo "== $$p"; $(VENV)/bin/fairlab reproduce $$p --out $(OUT)/validate/$$p || exit 1; \
+	done
+	@echo "reports in $(OUT)/validate/*/report.html; the ns-3 cross-check is validation/ns3/ (see docs/validation.md)"
 
 .PHONY: fmt
 fmt: ## Format Rust code

@@ -78,23 +78,26 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let which = args.iter().find(|a| !a.starts_with("--")).cloned().unwrap_or_else(|| "all".into());
     let quick = args.iter().any(|a| a == "--quick");
+    // `--secs N`: simulate N seconds in every scenario (for callgrind/cachegrind).
+    let secs: Option<u64> = args.iter().position(|a| a == "--secs").and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok());
+    let d = |default: u64| secs.unwrap_or(default);
     let reno = "reno".to_string();
     let cubic = cca_or("cubic", "reno");
     let bic = cca_or("bic", "reno");
     let mut s1_pps = None;
     if which == "all" || which == "s1" || which == "s3" {
-        let s1 = spec("S1", 100_000_000, 100_000_000, 1.0, 300, &[reno.clone(), cubic.clone()]);
-        s1_pps = Some(bench(&format!("S1 ({reno}+{cubic}, 100 Mb/s, 100 ms, 1 BDP, 300 s)"), &s1));
+        let s1 = spec("S1", 100_000_000, 100_000_000, 1.0, d(300), &[reno.clone(), cubic.clone()]);
+        s1_pps = Some(bench(&format!("S1 ({reno}+{cubic}, 100 Mb/s, 100 ms, 1 BDP, {} s)", d(300)), &s1));
     }
     if which == "all" || which == "s2" {
-        let dur = if quick { 15 } else { 300 };
+        let dur = d(if quick { 15 } else { 300 });
         let s2 = spec("S2", 10_000_000_000, 120_000_000, 0.2, dur, &[reno.clone(), cubic.clone(), bic.clone()]);
         bench(&format!("S2 ({reno}+{cubic}+{bic}, 10 Gb/s, 120 ms, 0.2 BDP, {dur} s)"), &s2);
     }
     if which == "all" || which == "s3" {
         let ccas: Vec<String> = (0..1000).map(|i| if i % 2 == 0 { reno.clone() } else { cubic.clone() }).collect();
-        let s3 = spec("S3", 1_000_000_000, 100_000_000, 1.0, 60, &ccas);
-        let pps = bench("S3 (1000 flows, 1 Gb/s, 100 ms, 1 BDP, 60 s)", &s3);
+        let s3 = spec("S3", 1_000_000_000, 100_000_000, 1.0, d(60), &ccas);
+        let pps = bench(&format!("S3 (1000 flows, 1 Gb/s, 100 ms, 1 BDP, {} s)", d(60)), &s3);
         if let Some(p1) = s1_pps {
             println!("S3/S1 bottleneck packet rate ratio: {:.2} (target ≥ 0.5)", pps / p1);
         }

@@ -13,9 +13,12 @@
 //! forward and reverse paths"); serialisation (`Bandwidth::tx_time`, rounded up)
 //! and queueing come on top.
 //!
-//! Every per-flow stage with a constant delay (access link, forward propagation,
-//! reverse propagation) is a FIFO ring of `(arrival time, packet)` that keeps ONE
-//! event in the heap, for its head; each flow keeps at most one live timer event
+//! Every stage with a constant delay is a FIFO ring of `(arrival time, packet)`
+//! that keeps ONE event in the heap, for its head: each flow's access link, and one
+//! forward and one reverse propagation "pipe" per distinct one-way delay, shared by
+//! all flows with that delay (arrivals leave the bottleneck, and ACKs leave the
+//! receivers, in time order, so a constant delay keeps them in order). Each flow
+//! keeps at most one live timer event
 //! (lazily re-armed: the endpoint reports its next wake-up and a timer event that
 //! no longer matches is skipped on pop). The heap therefore holds a few entries per
 //! flow and no packet is ever heap-allocated on its own.
@@ -118,12 +121,9 @@ struct FlowSlot {
     host_ready: u64,
     host_jitter: u64,
     rng: SimRng,
-    /// Packets propagating to the receiver: (arrival, packet).
-    fwd: VecDeque<(u64, Pkt)>,
-    /// ACKs propagating back: (arrival, ack).
-    rev: VecDeque<(u64, Ack)>,
-    owd_fwd: u64,
-    owd_rev: u64,
+    /// Index of this flow's forward and reverse propagation pipes.
+    fwd_pipe: u32,
+    rev_pipe: u32,
     timer_armed: u64,
     start: u64,
     stop: u64,
@@ -138,6 +138,30 @@ struct FlowSlot {
     last_retx: u64,
 }
 
+/// Packets propagating over one forward delay: (arrival, packet).
+#[derive(Debug)]
+struct FwdPipe {
+    delay: u64,
+    q: VecDeque<(u64, Pkt)>,
+}
+
+/// ACKs propagating over one reverse delay: (arrival, flow, ack).
+#[derive(Debug)]
+struct RevPipe {
+    delay: u64,
+    q: VecDeque<(u64, u32, Ack)>,
+}
+
+fn pipe_index(delays: &mut Vec<u64>, d: u64) -> u32 {
+    match delays.iter().position(|&x| x == d) {
+        Some(i) => i as u32,
+        None => {
+            delays.push(d);
+            (delays.len() - 1) as u32
+        }
+    }
+}
+
 /// The simulator state for one run.
 struct Sim {
     q: EventQueue,
@@ -145,6 +169,8 @@ struct Sim {
     end: u64,
     interval: u64,
     flows: Vec<FlowSlot>,
+    fwd: Vec<FwdPipe>,
+    rev: Vec<RevPipe>,
     qdisc: Accounted<Box<dyn Qdisc<Pkt>>>,
     qrng: SimRng,
     loss_rng: SimRng,
@@ -207,6 +233,7 @@ impl Sim {
         };
 
         let mut flows = Vec::with_capacity(spec.flows.len());
+        let (mut fwd_delays, mut rev_delays) = (Vec::new(), Vec::new());
         let mut q = EventQueue::with_capacity(spec.flows.len() * 4 + 16);
         for (i, f) in spec.flows.iter().enumerate() {
             let mut rng = rng_stream(spec.seed, FLOW_STREAM_BASE + i as u64);
@@ -271,10 +298,8 @@ impl Sim {
                 host_ready: 0,
                 host_jitter: spec.host_jitter_ns,
                 rng,
-                fwd: VecDeque::with_capacity(ring_hint),
-                rev: VecDeque::with_capacity(ring_hint / 2),
-                owd_fwd: f.rtt_ns / 2,
-                owd_rev: f.rtt_ns - f.rtt_ns / 2,
+                fwd_pipe: pipe_index(&mut fwd_delays, f.rtt_ns / 2),
+                rev_pipe: pipe_index(&mut rev_delays, f.rtt_ns - f.rtt_ns / 2),
                 timer_armed: start,
                 start,
                 stop,
@@ -305,6 +330,8 @@ impl Sim {
             end: spec.duration_ns,
             interval: spec.interval_ns,
             flows,
+            fwd: fwd_delays.into_iter().map(|delay| FwdPipe { delay, q: VecDeque::with_capacity(256) }).collect(),
+            rev: rev_delays.into_iter().map(|delay| RevPipe { delay, q: VecDeque::with_capacity(256) }).collect(),
             qdisc: Accounted::new(qdisc),
             qrng: rng_stream(spec.seed, QDISC_STREAM),
             loss_rng: rng_stream(spec.seed, LOSS_STREAM),
@@ -431,24 +458,26 @@ impl Sim {
     fn on_link_done(&mut self) {
         let p = self.in_service.take().expect("LinkDone with a packet in service");
         self.forwarded += 1;
-        let f = p.meta.flow as usize;
-        let slot = &mut self.flows[f];
-        let at = self.now + slot.owd_fwd;
-        slot.fwd.push_back((at, p));
-        if slot.fwd.len() == 1 {
-            self.q.push(at, EvKind::RecvArrive(f as u32));
+        let pi = self.flows[p.meta.flow as usize].fwd_pipe;
+        let pipe = &mut self.fwd[pi as usize];
+        let at = self.now + pipe.delay;
+        pipe.q.push_back((at, p));
+        if pipe.q.len() == 1 {
+            self.q.push(at, EvKind::RecvArrive(pi));
         }
         self.start_service();
     }
 
     #[inline]
-    fn on_recv_arrive(&mut self, f: usize) {
+    fn on_recv_arrive(&mut self, pi: usize) {
         let now = self.now();
-        let slot = &mut self.flows[f];
-        let (_, p) = slot.fwd.pop_front().expect("a RecvArrive event has a head packet");
-        if let Some(&(t, _)) = slot.fwd.front() {
-            self.q.push(t, EvKind::RecvArrive(f as u32));
+        let pipe = &mut self.fwd[pi];
+        let (_, p) = pipe.q.pop_front().expect("a RecvArrive event has a head packet");
+        if let Some(&(t, _)) = pipe.q.front() {
+            self.q.push(t, EvKind::RecvArrive(pi as u32));
         }
+        let f = p.meta.flow as usize;
+        let slot = &mut self.flows[f];
         slot.bytes_delivered += p.len as u64;
         if let Some(ack) = slot.ep.on_data(now, &p) {
             self.send_ack(f, ack);
@@ -458,23 +487,25 @@ impl Sim {
 
     #[inline]
     fn send_ack(&mut self, f: usize, ack: Ack) {
-        let slot = &mut self.flows[f];
-        let at = self.now + slot.owd_rev;
-        slot.rev.push_back((at, ack));
-        if slot.rev.len() == 1 {
-            self.q.push(at, EvKind::AckArrive(f as u32));
+        let pi = self.flows[f].rev_pipe;
+        let pipe = &mut self.rev[pi as usize];
+        let at = self.now + pipe.delay;
+        pipe.q.push_back((at, f as u32, ack));
+        if pipe.q.len() == 1 {
+            self.q.push(at, EvKind::AckArrive(pi));
         }
     }
 
     #[inline]
-    fn on_ack_arrive(&mut self, f: usize) {
+    fn on_ack_arrive(&mut self, pi: usize) {
         let now = self.now();
-        let slot = &mut self.flows[f];
-        let (_, ack) = slot.rev.pop_front().expect("an AckArrive event has a head ACK");
-        if let Some(&(t, _)) = slot.rev.front() {
-            self.q.push(t, EvKind::AckArrive(f as u32));
+        let pipe = &mut self.rev[pi];
+        let (_, f, ack) = pipe.q.pop_front().expect("an AckArrive event has a head ACK");
+        if let Some(&(t, _, _)) = pipe.q.front() {
+            self.q.push(t, EvKind::AckArrive(pi as u32));
         }
-        slot.ep.on_ack(now, &ack, &mut self.out);
+        let f = f as usize;
+        self.flows[f].ep.on_ack(now, &ack, &mut self.out);
         self.dispatch(f);
         self.rearm(f);
     }
@@ -593,11 +624,17 @@ impl Sim {
     }
 
     fn into_output(self) -> RunOutput {
+        // Payload still propagating, per flow (one pass over each pipe).
+        let mut propagating = vec![0u64; self.flows.len()];
+        for pipe in &self.fwd {
+            for (_, p) in &pipe.q {
+                propagating[p.meta.flow as usize] += p.len as u64;
+            }
+        }
         let mut flows = Vec::with_capacity(self.flows.len());
         for (i, s) in self.flows.iter().enumerate() {
-            let mut in_flight = s.in_queue;
+            let mut in_flight = s.in_queue + propagating[i];
             in_flight += s.access.iter().map(|(_, p)| p.len as u64).sum::<u64>();
-            in_flight += s.fwd.iter().map(|(_, p)| p.len as u64).sum::<u64>();
             if let Some(p) = &self.in_service {
                 if p.meta.flow as usize == i {
                     in_flight += p.len as u64;

@@ -24,6 +24,9 @@ use super::segwin::{SegWindow, INFINITE_SSTHRESH};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::{SimDuration, SimTime};
 
+/// Largest window, segments (Linux `hybla_init`: `snd_cwnd_clamp = 65535`).
+pub const CWND_CLAMP: u32 = 65535;
+
 /// Hybla's parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HyblaConfig {
@@ -122,7 +125,9 @@ impl CongestionControl for Hybla {
         // (The epsilon keeps k additions of 1/k from landing just below 1.)
         let whole = (self.s.cents + 1e-9).floor();
         self.s.cents -= whole;
-        w.cwnd = (w.cwnd as f64 + whole).min(u32::MAX as f64 / 2.0) as u32;
+        // Linux `hybla_init` clamps the window at 65535 segments: with ρ = 24 one
+        // slow-start ACK alone would add 2^24 − 1.
+        w.cwnd = (w.cwnd as f64 + whole).min(CWND_CLAMP as f64) as u32;
         if slow && w.cwnd > w.ssthresh {
             w.cwnd = w.ssthresh;
         }
@@ -248,6 +253,13 @@ mod tests {
         for g in &per_s2 {
             assert!((g - expect).abs() <= 0.05 * expect, "rate growth {g:.0} seg/s² vs {expect:.0}");
         }
+    }
+
+    #[test]
+    fn slow_start_at_huge_rho_stops_at_the_linux_clamp() {
+        let mut h = hybla(600); // ρ = 24
+        h.ack(1);
+        assert_eq!(h.cwnd_segs(), CWND_CLAMP as u64);
     }
 
     #[test]

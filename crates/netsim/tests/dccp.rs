@@ -1,0 +1,58 @@
+//! DCCP/CCID2 (RFC 4340/4341) flows against independent truths.
+
+mod common;
+use common::*;
+
+#[test]
+fn one_ccid2_flow_fills_the_link_at_low_rtt() {
+    // Seed 001: every protocol, DCCP/CCID2 included, reached ~95 Mb/s of the
+    // 100 Mb/s testbed at the lower RTTs.
+    let rate = 100_000_000;
+    let mut s = dumbbell(rate, bdp_packets(rate, 25, 1.0), 60);
+    s.flows.push(flow("ccid2", 25, 0));
+    let out = go(&s);
+    let g = mean(&goodput(&out, 0, 10, 60).iter().map(|x| x.1).collect::<Vec<_>>());
+    assert!(g >= 0.90 * payload_capacity(rate, 1448), "goodput {:.1} Mb/s", g / 1e6);
+}
+
+#[test]
+fn ccid2_never_retransmits_and_delivers_each_datagram_once() {
+    let mut s = dumbbell(20_000_000, 30, 60);
+    s.bottleneck.loss_rate = 0.01;
+    s.flows.push(flow("ccid2", 50, 0));
+    let out = go(&s);
+    let f = &out.totals.flows[0];
+    assert_eq!(f.retransmits, 0);
+    // Unreliable: what arrives is what the application gets, no more, no less.
+    assert_eq!(f.app_bytes, f.bytes_delivered);
+    assert_eq!(f.bytes_sent, f.bytes_delivered + f.bytes_dropped + f.bytes_in_flight);
+    // Each datagram is sent once, so the random-loss fraction of datagrams is ≈ p
+    // (binomial: 1 % ± a few tenths of a percent over tens of thousands).
+    let lost = out.totals.drops_random as f64 / f.packets_sent as f64;
+    assert!((lost - 0.01).abs() < 0.003, "random loss fraction {lost}");
+}
+
+#[test]
+fn ccid2_and_newreno_share_fairly_at_equal_rtt() {
+    // Seed 001 Table III/IV: DCCP/CCID2 vs NewReno keeps J ≈ 0.86–0.90 at all RTTs.
+    let rate = 100_000_000;
+    let mut s = dumbbell(rate, bdp_packets(rate, 50, 1.0), 300);
+    s.start_jitter_ns = 10 * MS;
+    s.flows.push(flow("ccid2", 50, 0));
+    s.flows.push(flow("reno", 50, 30));
+    let out = go(&s);
+    let j = mean_jain(&out, 2, 60, 300);
+    assert!(j >= 0.85, "mean J(t) = {j:.3}");
+}
+
+#[test]
+fn two_ccid2_flows_share_fairly() {
+    let rate = 100_000_000;
+    let mut s = dumbbell(rate, bdp_packets(rate, 50, 1.0), 300);
+    s.start_jitter_ns = 10 * MS;
+    s.flows.push(flow("ccid2", 50, 0));
+    s.flows.push(flow("ccid2", 50, 30));
+    let out = go(&s);
+    let j = mean_jain(&out, 2, 60, 300);
+    assert!(j >= 0.9, "mean J(t) = {j:.3}");
+}

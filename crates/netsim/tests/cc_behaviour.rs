@@ -92,10 +92,14 @@ fn highspeed_is_reno_at_small_windows_and_stronger_at_large_ones() {
     let j = mean_jain(&small, 2, 30, 120);
     eprintln!("small pipe Jain {j:.3}");
     assert!(j > 0.9, "HighSpeed vs Reno in a 4-packet BDP: Jain {j:.3}");
-    let big = go(&pair("highspeed", "reno", 100_000_000, 100, 1.0, 60));
-    let (h, r) = (mean_goodput(&big, 0, 20, 60), mean_goodput(&big, 1, 20, 60));
-    eprintln!("large pipe: highspeed {h:.0}, reno {r:.0}");
-    assert!(h > 1.5 * r, "highspeed {h:.0} vs reno {r:.0}");
+    // Both flow orders, so the outcome of the shared slow-start overshoot (who
+    // happens to lose more there) cannot decide the test; judge the last minute.
+    for (hs, rn, order) in [(0, 1, ["highspeed", "reno"]), (1, 0, ["reno", "highspeed"])] {
+        let big = go(&pair(order[0], order[1], 100_000_000, 100, 1.0, 150));
+        let (h, r) = (mean_goodput(&big, hs, 90, 150), mean_goodput(&big, rn, 90, 150));
+        eprintln!("large pipe {order:?}: highspeed {h:.0}, reno {r:.0}");
+        assert!(h > 1.5 * r, "{order:?}: highspeed {h:.0} vs reno {r:.0}");
+    }
 }
 
 #[test]

@@ -15,8 +15,8 @@
 //! `kernel = "2.6.22"`: that kernel counted ACKs, not segments, and used
 //! `TCP_SCALABLE_AI_CNT` = 50 "to account for delayed ACK" (+1 after more than
 //! min(cwnd, 50) ACKs), with slow start +1 per ACK (`sysctl_tcp_abc` = 0). Linux
-//! switched to 100 per acknowledged segment in 5.x (commit "tcp: fix
-//! cwnd-limited bug for TSO deferral... / tcp_scalable: stretch ACK accounting").
+//! moved to 100 per acknowledged segment in 2020, once stretch ACKs were counted
+//! exactly (Pengcheng Yang's Scalable stretch-ACK fix).
 
 use super::segwin::{SegWindow, INFINITE_SSTHRESH};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};

@@ -714,7 +714,7 @@ mod tests {
         h.round();
         h.round();
         let ss = h.cc.ssthresh() / MSS;
-        assert!(ss > w as u64 && ss <= 4 * w as u64, "ssthresh {ss} after rounds from {w}");
+        assert!(ss > w && ss <= 4 * w, "ssthresh {ss} after rounds from {w}");
         assert_ne!(h.cc.metrics().phase, "slow_start");
     }
 

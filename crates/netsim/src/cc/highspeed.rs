@@ -95,7 +95,7 @@ impl HighSpeed {
     /// Linux `hstcp_ssthresh`: w − w·b(w).
     fn ssthresh_for(w: u32) -> u32 {
         let md = AIMD[row_for(w)].1 as u64;
-        (w as u64 - (w as u64 * md >> 8)).max(2) as u32
+        (w as u64 - ((w as u64 * md) >> 8)).max(2) as u32
     }
 }
 

@@ -56,9 +56,8 @@ fn every_loss_based_controller_fills_the_link_alone() {
 /// backoff stalls the flow for seconds. Linux grows cwnd only on ACKs that
 /// advance snd_una (`tcp_may_raise_cwnd`, RFC 5681 §3.1 "in-order delivery");
 /// with that rule in the sender BIC fills the link (checked by hand in a scratch
-/// copy). Un-ignore once the sender applies it.
+/// copy). The sender now applies it (regression test for that fix).
 #[test]
-#[ignore = "engine: cwnd raised on SACK-only ACKs in the Loss state (Linux tcp_may_raise_cwnd)"]
 fn bic_and_illinois_fill_the_link_alone() {
     fills_the_link_alone("bic");
     fills_the_link_alone("illinois");

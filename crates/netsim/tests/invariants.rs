@@ -176,3 +176,24 @@ fn progress_is_reported_each_simulated_second_and_can_cancel() {
     let e = run(&s, &mut |t| t.as_nanos() < 3 * S).unwrap_err();
     assert!(matches!(e, SimError::Cancelled { at } if at.as_nanos() == 3 * S));
 }
+
+#[test]
+fn every_registered_controller_runs_conserves_bytes_and_uses_the_link() {
+    // One invariant over the whole name table (STYLE.md §13): whatever the
+    // controller, the engine keeps byte conservation and the flow moves data.
+    for e in netsim::cc::REGISTRY {
+        let rate = 20_000_000;
+        let mut s = dumbbell(rate, bdp_packets(rate, 40, 1.0), 30);
+        s.flows.push(flow(e.name, 40, 0));
+        s.flows.push(flow("reno", 40, 1));
+        let out = go(&s);
+        for f in &out.totals.flows {
+            assert_eq!(f.bytes_sent, f.bytes_delivered + f.bytes_dropped + f.bytes_in_flight, "{}", e.name);
+        }
+        // (no per-flow share asserted: low-priority controllers such as TCP-LP
+        // yield to Reno by design)
+        assert!(out.totals.flows[0].app_bytes > 0, "{} moved no data", e.name);
+        let total: f64 = (0..2).map(|k| mean(&goodput(&out, k, 10, 30).iter().map(|x| x.1).collect::<Vec<_>>())).sum();
+        assert!(total > 0.7 * payload_capacity(rate, 1448), "{}: link use {:.2} Mb/s", e.name, total / 1e6);
+    }
+}

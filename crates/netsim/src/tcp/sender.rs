@@ -677,7 +677,14 @@ impl TcpSender {
                 prior_in_flight,
                 in_flight: self.pipe_bytes(),
                 app_limited: !self.cwnd_limited,
-                in_recovery: matches!(self.state, CaState::Recovery | CaState::Cwr),
+                // Loss-based controllers grow only on ACKs that advance the
+                // cumulative ACK point outside recovery (Linux tcp_may_raise_cwnd:
+                // FLAG_DATA_ACKED). After an RTO (Loss state) an ACK that only SACKs
+                // new data while the first hole is unrepaired must not open the
+                // window, or it outgrows the pipe and every retransmission of the
+                // hole is dropped again (timeouts chain).
+                in_recovery: matches!(self.state, CaState::Recovery | CaState::Cwr)
+                    || (self.state == CaState::Loss && acked_segs == 0),
                 rate,
             };
             self.cc.on_ack(&sample);

@@ -419,7 +419,7 @@ impl DccpReceiver {
             }
             Some(h) if s > h => {
                 let shift = s - h;
-                self.vector = if shift > VECTOR_BITS as u64 {
+                self.vector = if shift > VECTOR_BITS {
                     0
                 } else if shift == VECTOR_BITS {
                     1u128 << (VECTOR_BITS - 1)

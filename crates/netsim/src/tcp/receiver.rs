@@ -170,11 +170,9 @@ impl TcpReceiver {
         let mut n = 1;
         for k in 0..self.nrecent {
             let (x, y) = self.recent[k];
-            if y <= a || x >= b {
-                if n < MAX_SACK_BLOCKS {
-                    next[n] = (x, y);
-                    n += 1;
-                }
+            if (y <= a || x >= b) && n < MAX_SACK_BLOCKS {
+                next[n] = (x, y);
+                n += 1;
             }
         }
         self.recent = next;

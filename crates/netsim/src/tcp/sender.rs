@@ -593,14 +593,12 @@ impl TcpSender {
                 self.state = CaState::Open;
                 self.reno_dupacks = 0;
             }
-            CaState::Recovery if !self.cfg.sack && acked_segs > 0 => {
+            CaState::Recovery if !self.cfg.sack && acked_segs > 0 && self.snd_una < self.snd_nxt => {
                 // RFC 6582 §3.2 step 5: a partial ACK retransmits the first
                 // unacknowledged segment at once.
-                if self.snd_una < self.snd_nxt {
-                    self.mark_lost(self.snd_una);
-                    self.lost_mark = self.lost_mark.max(self.snd_una + 1);
-                    force_rxt = true;
-                }
+                self.mark_lost(self.snd_una);
+                self.lost_mark = self.lost_mark.max(self.snd_una + 1);
+                force_rxt = true;
             }
             _ => {}
         }

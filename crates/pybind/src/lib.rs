@@ -14,9 +14,17 @@ fn core_version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
+/// Fingerprint of the engine sources (netunits, aqm, netsim) this extension was built
+/// from; part of every campaign run's content address.
+#[pyfunction]
+fn engine_hash() -> &'static str {
+    env!("FAIRLAB_ENGINE_HASH")
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
+    m.add_function(wrap_pyfunction!(engine_hash, m)?)?;
     m.add_function(wrap_pyfunction!(simulate::simulate, m)?)?;
     m.add_function(wrap_pyfunction!(registry::cc_registry, m)?)?;
     m.add_function(wrap_pyfunction!(registry::qdisc_registry, m)?)?;

@@ -94,10 +94,23 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
 
 
+def _engine() -> str:
+    """The simulator build's source fingerprint: a changed engine never reuses runs."""
+    try:
+        from .._core import engine_hash
+
+        return engine_hash()
+    except ImportError:  # pragma: no cover - the core is built by `make install`
+        return "no-core"
+
+
 def run_key(resolved: dict[str, Any], seed: int, backend: str) -> str:
-    """Content address of one run: the resolved scenario (with its seed), the backend
-    and the fairlab version (DESIGN.md: campaign runs are content-addressed)."""
+    """Content address of one run: the resolved scenario (with its seed), the backend,
+    the fairlab version and, for the simulator, the engine build's fingerprint
+    (DESIGN.md: campaign runs are content-addressed)."""
     doc = {"scenario": {**resolved, "seed": seed}, "backend": backend, "fairlab": __version__}
+    if backend == "sim":
+        doc["engine"] = _engine()
     return hashlib.sha256(canonical_json(doc).encode()).hexdigest()[:24]
 
 

@@ -45,7 +45,8 @@ HEADER = """\
 # connection id; each connection carries one or more TCP sessions. Every experiment
 # uses ECN (every flow `ecn = true`), TCP Reno (fairlab `reno`, SACK on) and BLUE's
 # recommended settings: freeze_time = 50 ms, d1 = 0.02, d2 = 0.002, q_lim = 100 packets
-# (fairlab's blue/zrtt/mrtt/prto defaults, spelled out below for blue-based qdiscs).
+# (fairlab's blue/zrtt/mrtt/prto defaults, spelled out below for blue-based qdiscs;
+# freeze_time in integer ns because qdisc params reach the engine unparsed).
 # Compared: BLUE, MRTT (Matsuda, as the authors re-implemented it on BLUE), PRTO
 # (Habib), ZRTT (Eq. 4, P_th = 0.05, w = 0.1, hinted base RTT as in the paper) and CSFQ
 # (Stoica), the qdisc axis below (docs/qdiscs.md for how fairlab implements each).
@@ -63,7 +64,9 @@ HEADER = """\
 
 
 def blue_params() -> str:
-    return 'freeze_time = "50ms"\nd1 = 0.02\nd2 = 0.002\nq_lim = 100\necn = true\n'
+    # freeze_time in integer nanoseconds (50 ms): fairlab hands qdisc params to the engine
+    # unparsed, so "50ms" is refused (docs/qdiscs.md says it would be parsed).
+    return "freeze_time = 50000000  # 50 ms\nd1 = 0.02\nd2 = 0.002\nq_lim = 100\necn = true\n"
 
 
 def common(name: str) -> str:
@@ -82,7 +85,7 @@ def qdisc_axis() -> str:
         if q == "csfq":
             vals.append('  { label = "csfq", "bottleneck.qdisc" = "csfq", "bottleneck.params" = {} },')
         else:
-            p = '{ freeze_time = "50ms", d1 = 0.02, d2 = 0.002, q_lim = 100, ecn = true }'
+            p = '{ freeze_time = 50000000, d1 = 0.02, d2 = 0.002, q_lim = 100, ecn = true }'
             vals.append(f'  {{ label = "{q}", "bottleneck.qdisc" = "{q}", "bottleneck.params" = {p} }},')
     return "qdisc = [\n" + "\n".join(vals) + "\n]\n"
 

@@ -121,9 +121,7 @@ struct FlowSlot {
     host_ready: u64,
     host_jitter: u64,
     rng: SimRng,
-    /// Index of this flow's forward and reverse propagation pipes.
-    fwd_pipe: u32,
-    rev_pipe: u32,
+
     timer_armed: u64,
     start: u64,
     stop: u64,
@@ -131,11 +129,22 @@ struct FlowSlot {
     bytes_sent: u64,
     packets_sent: u64,
     bytes_delivered: u64,
-    bytes_dropped: u64,
-    in_queue: u64,
     // sampling
     last_app: u64,
     last_retx: u64,
+}
+
+/// The per-flow facts the bottleneck path touches for every packet, kept apart
+/// from the (large) endpoint state so a thousand flows' worth stays in L1/L2.
+#[derive(Clone, Copy, Debug)]
+struct Acct {
+    /// Payload bytes of this flow in the bottleneck queue.
+    in_queue: u64,
+    /// Payload bytes dropped at the bottleneck.
+    bytes_dropped: u64,
+    /// Index of this flow's forward and reverse propagation pipes.
+    fwd_pipe: u32,
+    rev_pipe: u32,
 }
 
 /// Packets propagating over one forward delay: (arrival, packet).
@@ -169,6 +178,7 @@ struct Sim {
     end: u64,
     interval: u64,
     flows: Vec<FlowSlot>,
+    acct: Vec<Acct>,
     fwd: Vec<FwdPipe>,
     rev: Vec<RevPipe>,
     qdisc: Accounted<Box<dyn Qdisc<Pkt>>>,
@@ -234,6 +244,7 @@ impl Sim {
 
         let mut flows = Vec::with_capacity(spec.flows.len());
         let (mut fwd_delays, mut rev_delays) = (Vec::new(), Vec::new());
+        let mut acct = Vec::with_capacity(spec.flows.len());
         let mut q = EventQueue::with_capacity(spec.flows.len() * 4 + 16);
         for (i, f) in spec.flows.iter().enumerate() {
             let mut rng = rng_stream(spec.seed, FLOW_STREAM_BASE + i as u64);
@@ -287,6 +298,12 @@ impl Sim {
             };
             let full_wire = f.mss + HEADER_BYTES;
             q.push(start, EvKind::Timer(i as u32));
+            acct.push(Acct {
+                in_queue: 0,
+                bytes_dropped: 0,
+                fwd_pipe: pipe_index(&mut fwd_delays, f.rtt_ns / 2),
+                rev_pipe: pipe_index(&mut rev_delays, f.rtt_ns - f.rtt_ns / 2),
+            });
             flows.push(FlowSlot {
                 ep,
                 mss,
@@ -298,16 +315,12 @@ impl Sim {
                 host_ready: 0,
                 host_jitter: spec.host_jitter_ns,
                 rng,
-                fwd_pipe: pipe_index(&mut fwd_delays, f.rtt_ns / 2),
-                rev_pipe: pipe_index(&mut rev_delays, f.rtt_ns - f.rtt_ns / 2),
                 timer_armed: start,
                 start,
                 stop,
                 bytes_sent: 0,
                 packets_sent: 0,
                 bytes_delivered: 0,
-                bytes_dropped: 0,
-                in_queue: 0,
                 last_app: 0,
                 last_retx: 0,
             });
@@ -330,6 +343,7 @@ impl Sim {
             end: spec.duration_ns,
             interval: spec.interval_ns,
             flows,
+            acct,
             fwd: fwd_delays.into_iter().map(|delay| FwdPipe { delay, q: VecDeque::with_capacity(256) }).collect(),
             rev: rev_delays.into_iter().map(|delay| RevPipe { delay, q: VecDeque::with_capacity(256) }).collect(),
             qdisc: Accounted::new(qdisc),
@@ -409,10 +423,10 @@ impl Sim {
         let f = pkt.meta.flow as usize;
         if self.loss_p > 0.0 && self.loss_rng.random::<f64>() < self.loss_p {
             self.drops_random += 1;
-            self.flows[f].bytes_dropped += pkt.len as u64;
+            self.acct[f].bytes_dropped += pkt.len as u64;
             return;
         }
-        self.flows[f].in_queue += pkt.len as u64;
+        self.acct[f].in_queue += pkt.len as u64;
         let now = self.now();
         self.qdisc.enqueue(now, pkt, &mut self.qrng, &mut self.drop_scratch);
         self.account_drops();
@@ -424,7 +438,7 @@ impl Sim {
     #[inline]
     fn account_drops(&mut self) {
         for (p, _) in self.drop_scratch.drain(..) {
-            let s = &mut self.flows[p.meta.flow as usize];
+            let s = &mut self.acct[p.meta.flow as usize];
             s.in_queue -= p.len as u64;
             s.bytes_dropped += p.len as u64;
         }
@@ -447,7 +461,7 @@ impl Sim {
             self.account_drops();
         }
         if let Some(p) = p {
-            self.flows[p.meta.flow as usize].in_queue -= p.len as u64;
+            self.acct[p.meta.flow as usize].in_queue -= p.len as u64;
             let tx = self.bneck_tx(p.meta.bytes);
             self.in_service = Some(p);
             self.q.push(self.now + tx, EvKind::LinkDone);
@@ -458,7 +472,7 @@ impl Sim {
     fn on_link_done(&mut self) {
         let p = self.in_service.take().expect("LinkDone with a packet in service");
         self.forwarded += 1;
-        let pi = self.flows[p.meta.flow as usize].fwd_pipe;
+        let pi = self.acct[p.meta.flow as usize].fwd_pipe;
         let pipe = &mut self.fwd[pi as usize];
         let at = self.now + pipe.delay;
         pipe.q.push_back((at, p));
@@ -487,7 +501,7 @@ impl Sim {
 
     #[inline]
     fn send_ack(&mut self, f: usize, ack: Ack) {
-        let pi = self.flows[f].rev_pipe;
+        let pi = self.acct[f].rev_pipe;
         let pipe = &mut self.rev[pi as usize];
         let at = self.now + pipe.delay;
         pipe.q.push_back((at, f as u32, ack));
@@ -633,7 +647,7 @@ impl Sim {
         }
         let mut flows = Vec::with_capacity(self.flows.len());
         for (i, s) in self.flows.iter().enumerate() {
-            let mut in_flight = s.in_queue + propagating[i];
+            let mut in_flight = self.acct[i].in_queue + propagating[i];
             in_flight += s.access.iter().map(|(_, p)| p.len as u64).sum::<u64>();
             if let Some(p) = &self.in_service {
                 if p.meta.flow as usize == i {
@@ -647,7 +661,7 @@ impl Sim {
             flows.push(FlowTotals {
                 bytes_sent: s.bytes_sent,
                 bytes_delivered: s.bytes_delivered,
-                bytes_dropped: s.bytes_dropped,
+                bytes_dropped: self.acct[i].bytes_dropped,
                 bytes_in_flight: in_flight,
                 app_bytes: s.ep.app_bytes(),
                 packets_sent: s.packets_sent,

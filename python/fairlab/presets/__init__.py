@@ -116,8 +116,17 @@ PRESETS: dict[str, Preset] = {
                 "each, RTT of connection i = 10 + 10·i ms (20–210 ms, step not in the paper); qdisc blue, mrtt, prto, "
                 "zrtt, csfq; 300 s runs analysed over 50–300 s, 3 runs: 150 runs. Set 2 is preset zhang2004-zrtt-sessions."
             ),
-            quick={"runs": 1, "duration": "100s", "window": ["30s", "100s"]},
-            quick_note="1 run per condition instead of 3, and 100 s runs analysed over 30–100 s instead of 300 s over 50–300 s",
+            quick={
+                "runs": 1,
+                "duration": "100s",
+                "window": ["30s", "100s"],
+                # same flows as make_zhang2004.py writes (RTT of connection i = 10 + 10·i ms)
+                "sweep.connections": [
+                    {"label": f"N={n}", "flows": [{"cca": "reno", "rtt": f"{10 + 10 * i}ms", "ecn": True, "label": f"conn{i:02d}"} for i in range(1, n + 1)]}
+                    for n in (2, 6, 10, 14, 20)
+                ],
+            },
+            quick_note="5 connection counts (N = 2, 6, 10, 14, 20) instead of 10, 1 run per condition instead of 3, and 100 s runs analysed over 30–100 s instead of 300 s over 50–300 s",
         ),
         Preset(
             name="zhang2004-zrtt-sessions",

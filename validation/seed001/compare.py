@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""Our bhatti2008-dccp campaign beside seed 001's Tables II–V and seed 000's Tables VI–VII.
+
+    .venv/bin/python validation/seed001/compare.py out/bhatti2008-dccp > tables.md
+
+Prints Markdown tables (used in docs/validation/seed001.md). Works on a campaign that
+is still running or was cut short: cells whose runs are missing say how many runs
+they rest on.
+
+The paper's numbers are transcribed from /work/shared/seeds/001_*.txt (5 runs each)
+and 000_*.txt (Tables VI/VII, 25 runs). Throughputs in Mb/s; "f1" is the flow that
+starts at 0 s, "f2" the one that starts at 30 s.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+import ast
+
+from fairlab.analysis import analyze
+from fairlab.metrics.nru import classify_case
+from fairlab.campaign.store import Store
+
+RTTS = [25, 50, 75, 100, 125, 150, 175, 200]
+
+# ---- seed 001 (Bhatti, Bateman, Miras 2008), 5 runs, window 60–300 s -------------
+# Table V: throughput (Mb/s), flow 1 = CCID2 (starts 0 s), flow 2 = the TCP (30 s).
+T5 = {
+    "reno":  [(55, 40), (52, 42), (46, 48), (41, 50), (39, 49), (37, 39), (31, 33), (32, 36)],
+    "bic":   [(40, 54), (26, 67), (17, 74), (15, 74), (16, 74), (22, 71), (23, 71), (23, 70)],
+    "cubic": [(40, 54), (25, 68), (19, 73), (16, 74), (13, 75), (22, 70), (26, 68), (27, 67)],
+}
+# Table III: (JFI, std) CCID2 first.  Table IV: (JFI, std) TCP first, CCID2 second.
+T3 = {
+    "reno":  [(.94, .05), (.96, .04), (.95, .05), (.94, .05), (.94, .05), (.94, .08), (.93, .07), (.93, .06)],
+    "bic":   [(.93, .06), (.79, .09), (.71, .07), (.66, .09), (.68, .06), (.76, .06), (.79, .05), (.79, .06)],
+    "cubic": [(.94, .05), (.80, .09), (.72, .09), (.69, .08), (.64, .11), (.77, .06), (.82, .06), (.85, .05)],
+}
+T4 = {
+    "reno":  [(.89, .01), (.88, .01), (.87, .01), (.90, .02), (.86, .02), (.87, .02), (.92, .03), (.81, .04)],
+    "bic":   [(.92, .00), (.93, .01), (.90, .01), (.85, .03), (.64, .14), (.61, .17), (.67, .16), (.53, .18)],
+    "cubic": [(.93, .01), (.93, .01), (.90, .02), (.83, .04), (.75, .07), (.68, .10), (.57, .14), (.60, .15)],
+}
+# Table II: two flows of the same protocol (flow 1, flow 2), RTT 25/50/100/200 only.
+T2 = {
+    "reno":  {25: (45, 49), 50: (42, 51), 100: (43, 51), 200: (43, 43)},
+    "bic":   {25: (43, 51), 50: (53, 41), 100: (44, 49), 200: (42, 41)},
+    "cubic": {25: (42, 52), 50: (51, 43), 100: (44, 48), 200: (41, 41)},
+    "ccid2": {25: (43, 51), 50: (46, 47), 100: (45, 48), 200: (33, 32)},
+}
+# ---- seed 000 (same testbed, 25 runs), CCID2 first -------------------------------
+# Table VI: NRU tuples <U_N+, U_N-, S_N>; None = "—".
+T6 = {
+    "reno":  [(0.84, -1.29, 6.66), (0.91, -1.43, 6.35), (0.83, -1.48, 5.01), (1.15, -1.81, 6.31),
+              (None, -0.27, 1.23), (0.54, -0.77, 8.13), (0.50, -0.93, 4.69), (0.68, -1.21, 5.06)],
+    "cubic": [(0.06, -0.40, 1.93), (1.53, -2.58, 5.50), (2.00, -4.27, 3.80), (2.00, -4.24, 3.83),
+              (1.90, -3.73, 4.37), (1.80, -3.23, 5.00), (1.75, -3.10, 5.06), (1.80, -3.31, 4.79)],
+}
+# Table VII: T_U (s), t_e = 30 s; None = "—" (did not converge).
+T7 = {
+    "reno":  [109, 208, None, 157, 121, 62, 198, 172],
+    "cubic": [71, 157, 61, 84, None, None, 61, 62],
+}
+# Table IV of seed 000 (25 runs): throughput, flow 1 = CCID2.
+T4_000 = {
+    "reno":  [(56, 38), (55, 39), (55, 39), (52, 41), (43, 44), (38, 37), (33, 32), (30, 29)],
+    "cubic": [(39, 55), (26, 67), (18, 74), (17, 73), (18, 73), (23, 70), (22, 71), (22, 70)],
+}
+# Table V of seed 000: (JFI, CV) over 25 runs, CCID2 first.
+T5_000 = {
+    "reno":  [(.94, .01), (.93, .02), (.91, .03), (.92, .03), (.90, .05), (.90, .05), (.88, .05), (.86, .09)],
+    "cubic": [(.93, .01), (.80, .09), (.71, .14), (.69, .15), (.72, .14), (.79, .11), (.76, .13), (.78, .13)],
+}
+
+
+def case_of(up, um):
+    """Seed 000 Table II via fairlab's classifier ("0" = below 0.1 dB, as the seed reads 0.06)."""
+    return classify_case(up, um) or "—"
+
+
+def f1(x, dp=1):
+    return "—" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.{dp}f}"
+
+
+def pair_key(point):
+    p = point["pair"]
+    return p["flows[0].cca"], p["flows[1].cca"]
+
+
+def rtt_ms(point):
+    return int(float(point["flows[*].rtt"].removesuffix("ms")))
+
+
+def jain_t(tr):
+    """J(t) at the sample times where both flows are present (seed 000 Eq. 2)."""
+    x = tr.matrix().dropna().to_numpy()
+    den = x.shape[1] * (x**2).sum(1)
+    # fairlab's convention: all flows at zero is 1.0 (docs/metrics.md)
+    return np.where(den > 0, x.sum(1) ** 2 / np.where(den > 0, den, 1.0), 1.0)
+
+
+def stats(v):
+    v = [x for x in v if x is not None]
+    if not v:
+        return None, None
+    return float(np.mean(v)), (float(np.std(v, ddof=1)) if len(v) > 1 else None)
+
+
+class Cell:
+    """The runs of one condition, summarised as the paper does."""
+
+    def __init__(self, store, keys, expected=None):
+        self.n = len(keys)
+        self.f1, self.f2, self.jt, self.jm, self.jt_std = [], [], [], [], []
+        self.up, self.um, self.umean, self.ss, self.tu = [], [], [], [], []
+        self.n_conv = 0
+        for k in keys:
+            tr = store.load(k)
+            a = analyze(tr, window=(60, 300), expected_bps=expected, epoch=30.0, u_c=-0.46, k=1)
+            self.f1.append(a.flows[0].mean_bps / 1e6)
+            self.f2.append(a.flows[1].mean_bps / 1e6)
+            self.jt.append(a.jain.mean_jt)
+            self.jm.append(a.jain.of_means)
+            j = jain_t(tr.window(60, 300))
+            self.jt_std.append(float(np.std(j, ddof=1)))
+            if a.nru is not None:
+                self.up.append(a.nru.u_plus)
+                self.um.append(a.nru.u_minus)
+                self.umean.append(a.nru.u_mean)
+                self.ss.append(a.nru.s_system)
+                self.tu.append(a.nru.t_convergence)
+                self.n_conv += a.nru.t_convergence is not None
+
+    def jfi_text(self):
+        m, sd = stats(self.jt)
+        if sd is None:
+            return f"{m:.3f}"
+        return f"{m:.3f} ± {sd:.3f} ({sd / m:.3f})"
+
+
+def collect(store):
+    """Group the stored runs by the task each one records in its metadata."""
+    main, calib = {}, {}
+    for k in sorted(store.done_keys()):
+        task = store.load(k).meta.get("task") or {}
+        if isinstance(task, str):
+            task = ast.literal_eval(task)
+        kind, point = task.get("kind"), task.get("point") or {}
+        if not point:
+            continue
+        rtt = rtt_ms(point)
+        if kind == "main":
+            main.setdefault((pair_key(point), rtt), []).append(k)
+        elif kind == "calibration":
+            calib.setdefault((task["for_cca"], rtt), set()).add(k)
+    # a self-competition identical to a main run (reno/reno) is shared: none here
+    return main, {kk: sorted(v) for kk, v in calib.items()}
+
+
+def main(path: str) -> int:
+    store = Store(path)
+    main_runs, calib_runs = collect(store)
+    n_done = len(store.done_keys())
+    print(f"_campaign `{path}`: {n_done} runs stored._\n")
+
+    # expected throughput per (cca, rtt): mean of all flows of its calibration runs
+    expected = {}
+    calib_cells = {}
+    for (cca, rtt), keys in calib_runs.items():
+        c = Cell(store, keys)
+        calib_cells[(cca, rtt)] = c
+        expected[(cca, rtt)] = float(np.mean(c.f1 + c.f2)) * 1e6
+
+    cells = {}
+    for (pair, rtt), keys in main_runs.items():
+        exp = None
+        if all((c, rtt) in expected for c in pair):
+            exp = [expected[(c, rtt)] for c in pair]
+        cells[(pair, rtt)] = Cell(store, keys, exp)
+
+    def n_of(c):
+        return f" ({c.n} runs)" if c.n != 5 else ""
+
+    for tcp in ("reno", "bic", "cubic"):
+        print(f"\n#### CCID2 (f1, 0 s) vs {tcp} (f2, 30 s) — seed 001 Tables V and III\n")
+        print("| RTT ms | paper f1 / f2 | ours f1 / f2 | Δ f1 / Δ f2 | paper JFI, std | ours mean J(t) ± std over runs (CV) | ours within-run std of J(t) | ours J of means |")
+        print("|---|---|---|---|---|---|---|---|")
+        for i, rtt in enumerate(RTTS):
+            c = cells.get((("ccid2", tcp), rtt))
+            p1, p2 = T5[tcp][i]
+            pj, ps = T3[tcp][i]
+            if c is None:
+                print(f"| {rtt} | {p1} / {p2} | not run | | {pj:.2f}, {ps:.2f} | | | |")
+                continue
+            o1, o2 = np.mean(c.f1), np.mean(c.f2)
+            print(f"| {rtt}{n_of(c)} | {p1} / {p2} | {o1:.1f} / {o2:.1f} | {o1 - p1:+.1f} / {o2 - p2:+.1f} | {pj:.2f}, {ps:.2f} "
+                  f"| {c.jfi_text()} | {np.mean(c.jt_std):.3f} | {np.mean(c.jm):.3f} |")
+
+    for tcp in ("reno", "bic", "cubic"):
+        print(f"\n#### {tcp} (f1, 0 s) vs CCID2 (f2, 30 s) — seed 001 Table IV (the paper gives no throughputs for this order)\n")
+        print("| RTT ms | ours f1 / f2 | paper JFI, std | ours mean J(t) ± std over runs (CV) | ours within-run std of J(t) | ours J of means |")
+        print("|---|---|---|---|---|---|")
+        for i, rtt in enumerate(RTTS):
+            c = cells.get(((tcp, "ccid2"), rtt))
+            pj, ps = T4[tcp][i]
+            if c is None:
+                print(f"| {rtt} | not run | {pj:.2f}, {ps:.2f} | | | |")
+                continue
+            print(f"| {rtt}{n_of(c)} | {np.mean(c.f1):.1f} / {np.mean(c.f2):.1f} | {pj:.2f}, {ps:.2f} | {c.jfi_text()} "
+                  f"| {np.mean(c.jt_std):.3f} | {np.mean(c.jm):.3f} |")
+
+    print("\n#### Two flows of the same protocol (calibration runs) — seed 001 Table II / seed 000 Table III\n")
+    print("| protocol | RTT ms | paper f1 / f2 | ours f1 / f2 | ours mean J(t) ± std over runs |")
+    print("|---|---|---|---|---|")
+    for cca in ("reno", "bic", "cubic", "ccid2"):
+        for rtt in RTTS:
+            c = calib_cells.get((cca, rtt))
+            paper = T2[cca].get(rtt)
+            ptxt = f"{paper[0]} / {paper[1]}" if paper else "—"
+            if c is None:
+                if paper:
+                    print(f"| {cca} | {rtt} | {ptxt} | not run | |")
+                continue
+            print(f"| {cca} | {rtt}{n_of(c)} | {ptxt} | {np.mean(c.f1):.1f} / {np.mean(c.f2):.1f} | {c.jfi_text()} |")
+
+    for tcp in ("reno", "cubic"):
+        print(f"\n#### CCID2 vs {tcp}: seed 000 Tables IV–VII (25 runs) beside ours (weights from our calibration runs, t_e = 30 s)\n")
+        print("| RTT ms | seed-000 f1 / f2 | seed-000 JFI, CV | seed-000 NRU ⟨U+, U−, S⟩ (Case) | ours NRU ⟨U+, U−, S⟩ (Case) | ours U_N | seed-000 T_U s | ours T_U s (converged/runs) |")
+        print("|---|---|---|---|---|---|---|---|")
+        for i, rtt in enumerate(RTTS):
+            c = cells.get((("ccid2", tcp), rtt))
+            a1, a2 = T4_000[tcp][i]
+            j, cv = T5_000[tcp][i]
+            up, um, s = T6[tcp][i]
+            ptuple = f"⟨{f1(up, 2)}, {um:.2f}, {s:.2f}⟩ ({case_of(up, um)})"
+            tu = T7[tcp][i]
+            if c is None or not c.up:
+                why = "not run" if c is None else "no calibration"
+                print(f"| {rtt} | {a1} / {a2} | {j:.2f}, {cv:.2f} | {ptuple} | {why} | | {tu or '—'} | |")
+                continue
+            oup, oum, oss = stats(c.up)[0], stats(c.um)[0], stats(c.ss)[0]
+            otu = stats(c.tu)[0]
+            print(f"| {rtt}{n_of(c)} | {a1} / {a2} | {j:.2f}, {cv:.2f} | {ptuple} "
+                  f"| ⟨{f1(oup, 2)}, {f1(oum, 2)}, {f1(oss, 2)}⟩ ({case_of(oup, oum)}) | {f1(stats(c.umean)[0], 2)} "
+                  f"| {tu or '—'} | {f1(otu, 0)} ({c.n_conv}/{c.n}) |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "out/bhatti2008-dccp"))

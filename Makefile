@@ -63,8 +63,8 @@ install: $(CORE_STAMP) $(LINKEM) ## Create .venv, build the Rust core and linkem
 test: system-deps install test-rs test-py ## Run every Rust and Python test
 
 .PHONY: test-rs
-test-rs: ## Rust tests (release build; the engine's fidelity tests are long in debug)
-	$(CARGO) test --workspace --exclude fairlab-pybind --release
+test-rs: ## Rust tests (optimised build; the engine's fidelity tests are long in debug)
+	$(CARGO) test --workspace --exclude fairlab-pybind --profile test-opt
 	@# STYLE.md §11: the engine must never depend on PyO3.
 	@if $(CARGO) tree -p netsim --edges normal 2>/dev/null | grep -q pyo3; then echo "error: crates/netsim depends on pyo3"; exit 1; fi
 

@@ -94,6 +94,22 @@ fn random_loss_1e_2_matches_mathis_or_padhye() {
 }
 
 #[test]
+fn receiver_window_caps_throughput_at_rwnd_per_rtt() {
+    // Window-limited: at most rwnd bytes per RTT, whatever the link (RFC 793/7323).
+    let rate = 1_000_000_000;
+    let mut s = dumbbell(rate, 1000, 30);
+    let mut f = flow("reno", 50, 0);
+    f.rwnd_bytes = Some(64 * 1024);
+    s.flows.push(f);
+    let out = go(&s);
+    let g = mean(&goodput(&out, 0, 5, 30).iter().map(|x| x.1).collect::<Vec<_>>());
+    let segs = (64 * 1024 / 1448) as f64; // whole segments fit in the window
+    let limit = segs * 1448.0 * 8.0 / 0.050;
+    assert!(g <= limit * 1.001 && g >= 0.9 * limit, "goodput {:.2} Mb/s vs rwnd/RTT {:.2}", g / 1e6, limit / 1e6);
+    assert_eq!(out.totals.drops_by_reason[0], 0, "a window-limited flow never fills the queue");
+}
+
+#[test]
 fn reno_throughput_ratio_grows_with_rtt_ratio_under_droptail() {
     let rate = 100_000_000;
     let mut ratios = Vec::new();
@@ -146,6 +162,14 @@ fn sack_recovers_a_multi_loss_window_in_about_one_rtt_where_newreno_takes_one_rt
     let drops_reno = reno.totals.drops_by_reason[0];
     assert!(drops_sack >= 10 && drops_reno >= 10, "many losses in one window: {drops_sack}, {drops_reno}");
     assert_eq!(sack.totals.flows[0].rtos, 0, "SACK needs no timeout");
+    // One window reduction per loss episode, however many packets it lost: halving
+    // once per loss (≥ 10 losses) would leave Reno at its 2-segment floor.
+    for out in [&sack, &reno] {
+        let f = &out.flows;
+        let after = (0..f.t_ns.len()).find(|&i| f.state[i] == netsim::FlowState::Recovery as u8).unwrap();
+        let cwnd_pkts = f.cwnd_bytes[after] / 1448.0;
+        assert!(cwnd_pkts > 20.0, "cwnd in recovery {cwnd_pkts:.0} packets");
+    }
     let t_sack = first_recovery_duration_ns(&sack);
     let t_reno = first_recovery_duration_ns(&reno);
     // RFC 6675 repairs all holes of the window within ~1-2 RTTs (plus queueing);

@@ -177,3 +177,16 @@ fn sack_recovers_a_multi_loss_window_in_about_one_rtt_where_newreno_takes_one_rt
     assert!(t_sack <= 400 * MS, "SACK recovery took {} ms", t_sack / MS);
     assert!(t_reno >= 5 * t_sack, "NewReno {} ms vs SACK {} ms", t_reno / MS, t_sack / MS);
 }
+
+#[test]
+fn paced_bbr_flow_fills_the_link_with_a_shallow_buffer() {
+    // BBR steers by the sender's delivery-rate samples (tcp_rate.c semantics) and
+    // paces; with samples right it runs the link near capacity even when the buffer
+    // is far below one BDP, where a loss-based flow could not.
+    let rate = 100_000_000;
+    let mut s = dumbbell(rate, bdp_packets(rate, 50, 0.1), 40);
+    s.flows.push(flow("bbr", 50, 0));
+    let out = go(&s);
+    let g = mean(&goodput(&out, 0, 10, 40).iter().map(|x| x.1).collect::<Vec<_>>());
+    assert!(g >= 0.85 * payload_capacity(rate, 1448), "BBR goodput {:.1} Mb/s", g / 1e6);
+}

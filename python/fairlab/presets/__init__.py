@@ -141,9 +141,9 @@ PRESETS: dict[str, Preset] = {
                 "runs": 1,
                 "duration": "100s",
                 "window": ["30s", "100s"],
-                "sweep.sessions": [{"label": f"S={s}", "flows[*].count": s} for s in (1, 2, 4, 8)],
+                "sweep.sessions": [{"label": f"S={s}", "flows[*].count": s} for s in (1, 2, 4, 6)],
             },
-            quick_note="4 session counts (1, 2, 4, 8) instead of 8, 1 run per condition instead of 3, and 100 s runs analysed over 30–100 s instead of 300 s over 50–300 s",
+            quick_note="4 session counts (1, 2, 4, 6) instead of 8, 1 run per condition instead of 3, and 100 s runs analysed over 30–100 s instead of 300 s over 50–300 s",
         ),
     ]
 }

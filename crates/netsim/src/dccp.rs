@@ -143,7 +143,7 @@ impl DccpSender {
         self.ack_ratio = self.ack_ratio.min(self.cwnd.div_ceil(2)).max(1);
     }
 
-    fn next_wakeup(&self) -> SimTime {
+    pub(crate) fn next_wakeup(&self) -> SimTime {
         if !self.started {
             self.cfg.start
         } else {

@@ -87,6 +87,24 @@ impl Endpoint {
             Endpoint::Dccp(d) => d.next_wakeup(),
         }
     }
+    /// The receiver's own wake-up (delayed ACK); the only deadline a data arrival
+    /// can move, so arrivals need not touch the sender's state.
+    #[inline]
+    fn receiver_wakeup(&self) -> SimTime {
+        match self {
+            Endpoint::Tcp(t) => t.rcv.delack_deadline,
+            Endpoint::Dccp(d) => d.rcv.delack_deadline,
+        }
+    }
+    /// The sender's own wake-up (start, RTO, pacing); the only deadline an ACK can
+    /// move.
+    #[inline]
+    fn sender_wakeup(&self) -> SimTime {
+        match self {
+            Endpoint::Tcp(t) => t.snd.next_wakeup(),
+            Endpoint::Dccp(d) => d.snd.next_wakeup(),
+        }
+    }
     fn app_bytes(&self) -> u64 {
         match self {
             Endpoint::Tcp(t) => t.rcv.app_bytes,
@@ -493,10 +511,15 @@ impl Sim {
         let f = p.meta.flow as usize;
         let slot = &mut self.flows[f];
         slot.bytes_delivered += p.len as u64;
-        if let Some(ack) = slot.ep.on_data(now, &p) {
+        let ack = slot.ep.on_data(now, &p);
+        let w = slot.ep.receiver_wakeup().as_nanos();
+        if w < slot.timer_armed {
+            slot.timer_armed = w;
+            self.q.push(w, EvKind::Timer(f as u32));
+        }
+        if let Some(ack) = ack {
             self.send_ack(f, ack);
         }
-        self.rearm(f);
     }
 
     #[inline]
@@ -519,9 +542,16 @@ impl Sim {
             self.q.push(t, EvKind::AckArrive(pi as u32));
         }
         let f = f as usize;
-        self.flows[f].ep.on_ack(now, &ack, &mut self.out);
+        let slot = &mut self.flows[f];
+        slot.ep.on_ack(now, &ack, &mut self.out);
+        // Invariant: `timer_armed` ≤ every deadline as of the last handler; an ACK
+        // moves only the sender's, so only that one needs checking.
+        let w = slot.ep.sender_wakeup().as_nanos();
+        if w < slot.timer_armed {
+            slot.timer_armed = w;
+            self.q.push(w, EvKind::Timer(f as u32));
+        }
         self.dispatch(f);
-        self.rearm(f);
     }
 
     fn on_timer(&mut self, f: usize) {
@@ -538,7 +568,8 @@ impl Sim {
         self.rearm(f);
     }
 
-    /// Make sure a timer event exists at or before the endpoint's next wake-up.
+    /// Make sure a timer event exists at or before the endpoint's next wake-up
+    /// (`timer_armed` ≤ every deadline of the flow after each handler).
     #[inline]
     fn rearm(&mut self, f: usize) {
         let slot = &mut self.flows[f];

@@ -2,6 +2,8 @@
 """Our bhatti2008-dccp campaign beside seed 001's Tables II–V and seed 000's Tables VI–VII.
 
     .venv/bin/python validation/seed001/compare.py out/bhatti2008-dccp > tables.md
+    .venv/bin/python validation/seed001/compare.py out/seed001-ccid2-newreno \
+        out/seed001-ccid2-first-bic-cubic out/seed001-tcp-first-bic-cubic > tables.md
 
 Prints Markdown tables (used in docs/validation/seed001.md). Works on a campaign that
 is still running or was cut short: cells whose runs are missing say how many runs
@@ -85,9 +87,9 @@ def f1(x, dp=1):
     return "—" if x is None or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.{dp}f}"
 
 
-def pair_key(point):
-    p = point["pair"]
-    return p["flows[0].cca"], p["flows[1].cca"]
+def pair_key(trace):
+    """(cca of flow 0, cca of flow 1) from the run's own flow table."""
+    return tuple(str(c) for c in trace.flows.sort_values("flow")["cca"])
 
 
 def rtt_ms(point):
@@ -112,12 +114,12 @@ def stats(v):
 class Cell:
     """The runs of one condition, summarised as the paper does."""
 
-    def __init__(self, store, keys, expected=None):
+    def __init__(self, keys, expected=None):
         self.n = len(keys)
         self.f1, self.f2, self.jt, self.jm, self.jt_std = [], [], [], [], []
         self.up, self.um, self.umean, self.ss, self.tu = [], [], [], [], []
         self.n_conv = 0
-        for k in keys:
+        for store, k in keys:
             tr = store.load(k)
             a = analyze(tr, window=(60, 300), expected_bps=expected, epoch=30.0, u_c=-0.46, k=1)
             self.f1.append(a.flows[0].mean_bps / 1e6)
@@ -141,11 +143,11 @@ class Cell:
         return f"{m:.3f} ± {sd:.3f} ({sd / m:.3f})"
 
 
-def collect(store):
+def collect(store, main, calib):
     """Group the stored runs by the task each one records in its metadata."""
-    main, calib = {}, {}
     for k in sorted(store.done_keys()):
-        task = store.load(k).meta.get("task") or {}
+        tr = store.load(k)
+        task = tr.meta.get("task") or {}
         if isinstance(task, str):
             task = ast.literal_eval(task)
         kind, point = task.get("kind"), task.get("point") or {}
@@ -153,24 +155,27 @@ def collect(store):
             continue
         rtt = rtt_ms(point)
         if kind == "main":
-            main.setdefault((pair_key(point), rtt), []).append(k)
+            main.setdefault((pair_key(tr), rtt), []).append((store, k))
         elif kind == "calibration":
-            calib.setdefault((task["for_cca"], rtt), set()).add(k)
-    # a self-competition identical to a main run (reno/reno) is shared: none here
-    return main, {kk: sorted(v) for kk, v in calib.items()}
+            # several conditions share one calibration run; several stores may repeat
+            # a calibration (same seeds): keep the first store's copy of each run index
+            seen = calib.setdefault((task["for_cca"], rtt), {})
+            seen.setdefault(task["run_index"], (store, k))
 
 
-def main(path: str) -> int:
-    store = Store(path)
-    main_runs, calib_runs = collect(store)
-    n_done = len(store.done_keys())
-    print(f"_campaign `{path}`: {n_done} runs stored._\n")
+def main(paths: list[str]) -> int:
+    main_runs, calib = {}, {}
+    for path in paths:
+        store = Store(path)
+        collect(store, main_runs, calib)
+        print(f"_campaign `{path}`: {len(store.done_keys())} runs stored._\n")
+    calib_runs = {kk: [v[i] for i in sorted(v)] for kk, v in calib.items()}
 
     # expected throughput per (cca, rtt): mean of all flows of its calibration runs
     expected = {}
     calib_cells = {}
     for (cca, rtt), keys in calib_runs.items():
-        c = Cell(store, keys)
+        c = Cell(keys)
         calib_cells[(cca, rtt)] = c
         expected[(cca, rtt)] = float(np.mean(c.f1 + c.f2)) * 1e6
 
@@ -179,7 +184,7 @@ def main(path: str) -> int:
         exp = None
         if all((c, rtt) in expected for c in pair):
             exp = [expected[(c, rtt)] for c in pair]
-        cells[(pair, rtt)] = Cell(store, keys, exp)
+        cells[(pair, rtt)] = Cell(keys, exp)
 
     def n_of(c):
         return f" ({c.n} runs)" if c.n != 5 else ""
@@ -250,4 +255,4 @@ def main(path: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "out/bhatti2008-dccp"))
+    sys.exit(main(sys.argv[1:] or ["out/bhatti2008-dccp"]))

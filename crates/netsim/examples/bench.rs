@@ -92,6 +92,74 @@ fn bench(label: &str, s: &ScenarioSpec) -> f64 {
     pps_cpu
 }
 
+/// FNV-1a over the `Debug` rendering (f64 `Debug` is exact: shortest round-trip).
+fn fnv(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in s.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+/// Determinism check (`bench -- hash`): runs three varied scenarios and prints a
+/// hash of every `RunOutput` (samples + totals), and one with `totals.events`
+/// zeroed (the events counter counts stale timer pops, an engine diagnostic).
+fn hash_runs() {
+    let flow = |cca: &str, rtt: u64, ecn: bool, sack: bool, bytes: &str, stop: &str| {
+        format!(
+            r#"{{"cca": "{cca}", "params": {{}}, "rtt_ns": {rtt}, "start_ns": 0, "stop_ns": {stop}, "bytes": {bytes},
+            "rwnd_bytes": null, "ecn": {ecn}, "mss": 1448, "sack": {sack}, "delayed_ack": true,
+            "delack_timeout_ns": 40000000, "initial_cwnd": 10}}"#
+        )
+    };
+    let scen = |name: &str, rate: u64, buf: u64, qdisc: &str, loss: f64, jitter: u64, dur_s: u64, flows: Vec<String>| {
+        let json = format!(
+            r#"{{"name": "{name}", "seed": 7, "duration_ns": {}, "interval_ns": 100000000,
+            "bottleneck": {{"rate_bps": {rate}, "buffer": {{"packets": {buf}}}, "qdisc": "{qdisc}", "params": {{}}, "reference_rtt_ns": 100000000, "loss_rate": {loss}}},
+            "access_rate_bps": {}, "start_jitter_ns": 10000000, "host_jitter_ns": {jitter}, "flows": [{}]}}"#,
+            dur_s * 1_000_000_000,
+            rate * 10,
+            flows.join(",")
+        );
+        ScenarioSpec::from_json(&json).expect("hash spec is valid")
+    };
+    let cubic = cca_or("cubic", "reno");
+    let bic = cca_or("bic", "reno");
+    let h100: Vec<String> = (0..100)
+        .map(|i| {
+            let c = [&"reno".to_string(), &cubic, &bic][i % 3].clone();
+            let rtt = [20_000_000u64, 60_000_000, 100_000_000, 200_000_000][i % 4];
+            let bytes = if i % 10 == 3 { "3000000".to_string() } else { "null".into() };
+            let stop = if i % 17 == 5 { "20000000000".to_string() } else { "null".into() };
+            flow(&c, rtt, i % 5 == 1, i % 7 != 2, &bytes, &stop)
+        })
+        .collect();
+    let dccp: Vec<String> = (0..6)
+        .map(|i| {
+            let c = if i % 2 == 0 { "ccid2".to_string() } else { cubic.clone() };
+            flow(&c, [40_000_000u64, 100_000_000, 160_000_000][i % 3], i % 3 == 0, true, "null", "null")
+        })
+        .collect();
+    let red: Vec<String> = (0..20).map(|i| flow(if i % 2 == 0 { "reno" } else { &cubic }, 80_000_000, i % 2 == 0, true, "null", "null")).collect();
+    let runs = [
+        scen("H100", 200_000_000, 1500, "droptail", 0.0, 0, 40, h100),
+        scen("HCCID2", 50_000_000, 300, "droptail", 0.001, 200_000, 60, dccp),
+        scen("HRED", 100_000_000, 800, "red", 0.0, 50_000, 60, red),
+    ];
+    for s in &runs {
+        let mut out = run(s, &mut |_| true).expect("hash run");
+        let full = fnv(&format!("{out:?}"));
+        let events = out.totals.events;
+        out.totals.events = 0;
+        let no_ev = fnv(&format!("{out:?}"));
+        println!(
+            "{}: full {full:016x} | without events {no_ev:016x} | events {events} | bottleneck pkts {} | samples {}",
+            s.name, out.totals.bottleneck_packets, out.flows.t_ns.len()
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let which = args.iter().find(|a| !a.starts_with("--")).cloned().unwrap_or_else(|| "all".into());
@@ -102,6 +170,10 @@ fn main() {
     let reno = "reno".to_string();
     let cubic = cca_or("cubic", "reno");
     let bic = cca_or("bic", "reno");
+    if which == "hash" {
+        hash_runs();
+        return;
+    }
     let mut s1_pps = None;
     if which == "all" || which == "s1" || which == "s3" {
         let s1 = spec("S1", 100_000_000, 100_000_000, 1.0, d(300), &[reno.clone(), cubic.clone()]);

@@ -62,9 +62,16 @@ def test_bdp_reference_is_the_largest_rtt_unless_given():
 
 
 def test_count_expands_flows_with_distinct_labels():
-    s = Scenario.from_dict({"name": "x", "duration": "10s", "bottleneck": {"rate": "1Gbit"}, "flows": [{"cca": "cubic", "rtt": "10ms", "count": 3}, {"cca": "reno", "rtt": "10ms"}]})
-    assert [lbl for lbl, _ in s.expanded_flows()] == ["cubic-1", "cubic-2", "cubic-3", "reno"]
-    assert len(s.resolve()["flows"]) == 4
+    s = Scenario.from_dict({"name": "x", "duration": "10s", "bottleneck": {"rate": "1Gbit"}, "flows": [{"cca": "cubic", "rtt": "10ms", "count": 3}, {"cca": "reno", "rtt": "10ms"}, {"cca": "bbr", "rtt": "10ms", "count": 2, "label": "c2"}]})
+    assert [lbl for lbl, _ in s.expanded_flows()] == ["cubic-1", "cubic-2", "cubic-3", "reno", "c2-1", "c2-2"]
+    assert len(s.resolve()["flows"]) == 6
+
+
+def test_units_in_qdisc_and_controller_params_are_parsed_once():
+    s = Scenario.from_dict({"name": "x", "duration": "10s", "bottleneck": {"rate": "1Gbit", "qdisc": "blue", "params": {"freeze_time": "50ms", "d1": 0.02}}, "flows": [{"cca": "cubic", "rtt": "10ms", "params": {"kernel": "2.6.22"}}]})
+    doc = s.resolve()
+    assert doc["bottleneck"]["params"] == {"freeze_time": 50_000_000, "d1": 0.02}
+    assert doc["flows"][0]["params"] == {"kernel": "2.6.22"}
 
 
 @pytest.mark.parametrize(

@@ -136,7 +136,8 @@ class Store:
             if tr.bottleneck is not None:
                 b = tr.bottleneck.copy()
                 b.insert(0, "run_key", key)
-                bottleneck.append(b[["run_key", "t", "queue_bytes", "queue_pkts", "drops", "marks"]])
+                # every column, including drops by reason (drops_overflow, drops_early, …)
+                bottleneck.append(b)
             for fl in summ.get("flows", []):
                 summaries.append({"run_key": key, "flow": fl["flow"], "label": fl["label"], "cca": fl.get("cca"), "mean_bps": fl["mean_bps"], "samples": fl["samples"], "retransmits": fl.get("retransmits")})
         cat = lambda parts, cols: pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)  # noqa: E731

@@ -125,28 +125,35 @@ def _apply_ticks(ax, ticks: list[str] | None) -> None:
 
 
 # ---------------------------------------------------------------------- figures
-def fig_jain_vs_axis(results, axis, outdir: Path) -> Path:
+def fig_jain_vs_axis(results, axis, outdir: Path, *, which: str = "mean_jt") -> Path:
+    """Jain's index per condition, one line per series: ``which`` = "mean_jt" (mean of
+    J(t), seed 001 Figs. 2–3) or "of_means" (J of the flows' mean throughputs, the
+    long-run index seed 002 Figs. 6–7 and seed 004 Fig. 3 plot)."""
     series, cols, cells = _grid(results, axis)
     xs, ticks = _x_positions(cols)
+    what = {"mean_jt": ("mean of J(t)", "jain"), "of_means": ("J of mean throughputs", "jain_of_means")}[which]
     with plt.rc_context(_STYLE):
         fig, ax = plt.subplots()
         for s in series:
             ys, es, xx = [], [], []
             for x, c in zip(xs, cols):
                 r = cells.get((s, c))
-                if r and r.jain_mean_jt.mean is not None:
+                stat = None if r is None else (r.jain_mean_jt if which == "mean_jt" else r.jain_of_means)
+                if stat is not None and stat.mean is not None:
                     xx.append(x)
-                    ys.append(r.jain_mean_jt.mean)
-                    es.append(r.jain_mean_jt.std or 0.0)
-            ax.errorbar(xx, ys, yerr=es, marker="o", capsize=3, label=s)
+                    ys.append(stat.mean)
+                    es.append(stat.std)
+            yerr = None if all(e is None for e in es) else [e or 0.0 for e in es]
+            ax.errorbar(xx, ys, yerr=yerr, marker="o", capsize=3, label=s)
         ax.set_xlabel(axis.title or "condition")
         _apply_ticks(ax, ticks)
-        ax.set_ylabel("Jain's index, mean of J(t) (no unit)")
+        ax.set_ylabel(f"Jain's index, {what[0]} (no unit)")
         ax.set_ylim(0, 1.05)
-        ax.set_title("Fairness: mean J(t) ± std over runs")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        ax.set_title(f"Fairness: {what[0]}" + (" ± std over runs" if any(r.jain_mean_jt.n > 1 for r in results) else ""))
+        ncol = 1 if len(series) <= 12 else 2
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, ncol=ncol, fontsize=8 if len(series) > 8 else 9)
         fig.tight_layout()
-        return _fig_files(fig, outdir, "jain_vs_" + _slug(axis.title or "condition"))
+        return _fig_files(fig, outdir, f"{what[1]}_vs_" + _slug(axis.title or "condition"))
 
 
 def fig_nru_vs_axis(results, axis, outdir: Path) -> Path | None:
@@ -221,7 +228,7 @@ def fig_throughput_vs_axis(results, axis, outdir: Path) -> Path:
                     for fi, f in enumerate(r.flows):
                         if f.mean_bps.mean is None:
                             continue
-                        ax.bar(x - 0.4 + width * (fi + 0.5), f.mean_bps.mean / scale, width * 0.9, yerr=(f.mean_bps.std or 0.0) / scale, color=colour[f.cca], capsize=2)
+                        ax.bar(x - 0.4 + width * (fi + 0.5), f.mean_bps.mean / scale, width * 0.9, yerr=None if f.mean_bps.std is None else f.mean_bps.std / scale, color=colour[f.cca], capsize=2)
                 ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=colour[c]) for c in ccas], labels=ccas, fontsize=8, loc="best")
             else:
                 nflows = max((len(r.flows) for (ss, _), r in cells.items() if ss == s), default=0)
@@ -234,8 +241,9 @@ def fig_throughput_vs_axis(results, axis, outdir: Path) -> Path:
                         name = f"flow {fi + 1}: {r.flows[fi].cca}"
                         xx.append(x)
                         yy.append(r.flows[fi].mean_bps.mean / scale)
-                        ee.append((r.flows[fi].mean_bps.std or 0.0) / scale)
-                    ax.errorbar(xx, yy, yerr=ee, marker="o", capsize=2, label=name)
+                        ee.append(None if r.flows[fi].mean_bps.std is None else r.flows[fi].mean_bps.std / scale)
+                    yerr = None if all(e is None for e in ee) else [e or 0.0 for e in ee]
+                    ax.errorbar(xx, yy, yerr=yerr, marker="o", capsize=2, label=name)
                 ax.legend(fontsize=8, loc="best")
             ax.set_title(s, fontsize=10)
             ax.set_xlabel(axis.title or "condition")
@@ -261,13 +269,17 @@ def fig_example_run(store: Store, r: ConditionResult, outdir: Path, index: int) 
     scale, unit = _rate_scale(float(np.nanmax(m.to_numpy())) if m.size else 1.0)
     with plt.rc_context(_STYLE):
         fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8, 5.6), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
-        for fid in m.columns:
+        many = len(m.columns) > 12
+        for i, fid in enumerate(m.columns):
             col = m[fid].dropna()
-            ax1.plot(col.index, col.to_numpy() / scale, linewidth=1.0, label=tr.labels[fid])
+            # With many flows a legend entry each would not fit: name the first 10.
+            ax1.plot(col.index, col.to_numpy() / scale, linewidth=0.8 if many else 1.0, label=tr.labels[fid] if not many or i < 10 else None)
         if win:
             ax1.axvspan(win[0], win[1], color="grey", alpha=0.08, label="analysis window")
         ax1.set_ylabel(f"throughput ({unit})")
         ax1.set_ylim(bottom=0)
+        if many:
+            ax1.plot([], [], " ", label=f"… and {len(m.columns) - 10} more flows")
         ax1.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8)
         ax1.set_title(f"{r.label} — run 0 (seed {tr.meta.get('task', {}).get('seed')})", fontsize=10)
         if a.jain_series:
@@ -405,7 +417,8 @@ def write_report(root: str | Path, *, notes: list[str] | None = None, max_exampl
     figdir = store.root / "figures"
     figdir.mkdir(exist_ok=True)
     figures: list[tuple[str, str, Path]] = []
-    figures.append(("Fairness vs " + (axis.title or "condition"), "mean of J(t) ± std over runs, one line per series (seed 001 Figs. 2–3; seed 004 Fig. 3 for buffer sweeps; seed 002 Figs. 6–7 for connections/sessions)", fig_jain_vs_axis(results, axis, figdir)))
+    figures.append(("Fairness vs " + (axis.title or "condition") + " (mean of J(t))", "mean of J(t) ± std over runs, one line per series (seed 001 Figs. 2–3, seed 000 Fig. 3)", fig_jain_vs_axis(results, axis, figdir, which="mean_jt")))
+    figures.append(("Fairness vs " + (axis.title or "condition") + " (J of mean throughputs)", "Jain's index of the flows' mean throughputs ± std over runs (seed 004 Fig. 3 for buffer sweeps; seed 002 Figs. 6–7 for connections/sessions)", fig_jain_vs_axis(results, axis, figdir, which="of_means")))
     figures.append(("Throughput vs " + (axis.title or "condition"), "mean throughput per flow ± std over runs", fig_throughput_vs_axis(results, axis, figdir)))
     nru_fig = fig_nru_vs_axis(results, axis, figdir)
     if nru_fig:

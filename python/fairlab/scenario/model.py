@@ -194,13 +194,16 @@ class Scenario(_Strict):
 
     def expanded_flows(self) -> list[tuple[str, Flow]]:
         """Every flow after `count` expansion, with its label: the given label (or the
-        cca) plus "-k" when count > 1 or the same label occurs twice."""
+        cca), plus "-k" (k = 1, 2, … per label) when that label names more than one
+        flow."""
         base = [(f.label or f.cca) for f in self.flows]
+        total = {b: sum(f.count for f, bb in zip(self.flows, base) if bb == b) for b in base}
+        seen: dict[str, int] = {}
         out: list[tuple[str, Flow]] = []
         for f, b in zip(self.flows, base):
-            dup = f.count > 1 or base.count(b) > 1
-            for k in range(f.count):
-                out.append((f"{b}-{len(out) + 1}" if dup else b, f))
+            for _ in range(f.count):
+                seen[b] = seen.get(b, 0) + 1
+                out.append((f"{b}-{seen[b]}" if total[b] > 1 else b, f))
         return out
 
     def resolve(self, *, seed: int | None = None) -> dict[str, Any]:
@@ -214,7 +217,7 @@ class Scenario(_Strict):
                 "rate_bps": self.bottleneck.rate,
                 "buffer": self.buffer_bytes_or_packets(),
                 "qdisc": self.bottleneck.qdisc,
-                "params": dict(self.bottleneck.params),
+                "params": resolve_params(self.bottleneck.params),
                 "reference_rtt_ns": self.reference_rtt,
                 "loss_rate": self.bottleneck.loss_rate,
             },
@@ -224,7 +227,7 @@ class Scenario(_Strict):
             "flows": [
                 {
                     "cca": f.cca,
-                    "params": dict(f.params),
+                    "params": resolve_params(f.params),
                     "rtt_ns": f.rtt,
                     "start_ns": f.start,
                     "stop_ns": f.stop,
@@ -240,6 +243,25 @@ class Scenario(_Strict):
                 for _, f in self.expanded_flows()
             ],
         }
+
+
+def resolve_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Qdisc and controller parameters with human units turned into integers, like
+    every other field: a duration string ("50ms") becomes nanoseconds, a rate
+    ("10Mbit") bits/s, a size ("64KB") bytes. Other values (numbers, booleans, names
+    such as kernel = "2.6.22") pass through; the engine checks them and names the
+    allowed range."""
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if isinstance(value, str):
+            for parse in (units.parse_duration, units.parse_rate, units.parse_size):
+                try:
+                    value = parse(value)
+                    break
+                except units.UnitError:
+                    continue
+        out[key] = value
+    return out
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:

@@ -75,21 +75,26 @@ def _conform(df: pd.DataFrame, columns: dict[str, str], required: tuple[str, ...
     missing = [c for c in required if c not in df.columns]
     if missing:
         raise TraceError(f"{what} table lacks required column(s) {missing}; required: {list(required)}")
-    out = pd.DataFrame(index=pd.RangeIndex(len(df)))
+    n = len(df)
+    cols: dict[str, Any] = {}
     for col, dtype in columns.items():
         if col in df.columns:
-            values = df[col].reset_index(drop=True)
+            values = df[col]
+            if str(values.dtype) == dtype:
+                cols[col] = values.to_numpy(copy=False) if dtype in ("int64", "float64") else values.array
+                continue
         else:
-            values = pd.Series(np.nan if dtype == "float64" else pd.NA, index=out.index, dtype="object")
+            values = pd.Series(np.nan if dtype == "float64" else pd.NA, index=df.index, dtype="object")
         try:
-            out[col] = values.astype(dtype)
+            cols[col] = values.astype(dtype).array
         except (TypeError, ValueError) as exc:
             raise TraceError(f"{what} column {col!r} cannot be read as {dtype}: {exc}") from None
     # Extra columns are kept after the standard ones (e.g. flow state, drops by reason).
     for col in df.columns:
         if col not in columns:
-            out[col] = df[col].reset_index(drop=True)
-    return out
+            cols[col] = df[col].array
+    # One constructor call: building the frame column by column is quadratic in pandas.
+    return pd.DataFrame(cols, index=pd.RangeIndex(n))
 
 
 @dataclass(frozen=True)

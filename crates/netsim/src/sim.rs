@@ -125,41 +125,55 @@ impl Endpoint {
     }
 }
 
-/// One flow's place in the topology.
+/// One flow's rarely touched facts (set-up, sampling). The per-packet state is
+/// split off by access pattern so that a 1,000-flow run touches few cold cache
+/// lines per packet: [`AccessLink`] (one line), [`Acct`], the endpoint (own `Vec`)
+/// and the dense `timer_armed` array.
 #[derive(Debug)]
 struct FlowSlot {
-    ep: Endpoint,
     mss: u64,
-    /// Packets on the access link: (arrival at the bottleneck, packet).
-    access: VecDeque<(u64, Pkt)>,
-    access_free: u64,
-    access_rate: Bandwidth,
-    access_tx_full: u64,
-    full_wire: u32,
-    host_ready: u64,
-    host_jitter: u64,
     rng: SimRng,
-
-    timer_armed: u64,
     start: u64,
     stop: u64,
-    // accounting (payload bytes)
-    bytes_sent: u64,
-    packets_sent: u64,
-    bytes_delivered: u64,
     // sampling
     last_app: u64,
     last_retx: u64,
 }
 
+/// A flow's access link: everything `dispatch` and `on_access_out` touch, in one
+/// cache line.
+#[derive(Debug)]
+#[repr(align(64))]
+struct AccessLink {
+    /// Packets on the access link: (arrival at the bottleneck, packet).
+    q: VecDeque<(u64, Pkt)>,
+    /// When the link finishes its last queued packet.
+    free: u64,
+    /// Host jitter never reorders a flow's own packets: last ready time.
+    host_ready: u64,
+    /// Access-link serialisation time of a full-sized packet.
+    tx_full: u64,
+    /// Wire bytes of a full-sized packet.
+    full_wire: u32,
+}
+
 /// The per-flow facts the bottleneck path touches for every packet, kept apart
 /// from the (large) endpoint state so a thousand flows' worth stays in L1/L2.
+/// The byte counters live here too: every place that bumps them touches this
+/// entry anyway (bottleneck arrival follows dispatch within microseconds; a
+/// delivery reads `rev_pipe` to send its ACK).
 #[derive(Clone, Copy, Debug)]
 struct Acct {
     /// Payload bytes of this flow in the bottleneck queue.
     in_queue: u64,
     /// Payload bytes dropped at the bottleneck.
     bytes_dropped: u64,
+    /// Payload bytes put on the access link, retransmissions included.
+    bytes_sent: u64,
+    /// Data packets put on the access link.
+    packets_sent: u64,
+    /// Payload bytes that reached the receiver.
+    bytes_delivered: u64,
     /// Index of this flow's forward and reverse propagation pipes.
     fwd_pipe: u32,
     rev_pipe: u32,
@@ -196,7 +210,14 @@ struct Sim {
     end: u64,
     interval: u64,
     flows: Vec<FlowSlot>,
+    eps: Vec<Endpoint>,
+    links: Vec<AccessLink>,
+    /// Per flow: the time of its live timer event (`u64::MAX`: none). Dense, so
+    /// recognising a stale timer event touches no cold per-flow state.
+    timer_armed: Vec<u64>,
     acct: Vec<Acct>,
+    access_rate: Bandwidth,
+    host_jitter: u64,
     fwd: Vec<FwdPipe>,
     rev: Vec<RevPipe>,
     qdisc: Accounted<Box<dyn Qdisc<Pkt>>>,
@@ -261,6 +282,9 @@ impl Sim {
         };
 
         let mut flows = Vec::with_capacity(spec.flows.len());
+        let mut eps = Vec::with_capacity(spec.flows.len());
+        let mut links = Vec::with_capacity(spec.flows.len());
+        let mut timer_armed = Vec::with_capacity(spec.flows.len());
         let (mut fwd_delays, mut rev_delays) = (Vec::new(), Vec::new());
         let mut acct = Vec::with_capacity(spec.flows.len());
         let mut q = EventQueue::with_capacity(spec.flows.len() * 4 + 16);
@@ -319,29 +343,22 @@ impl Sim {
             acct.push(Acct {
                 in_queue: 0,
                 bytes_dropped: 0,
-                fwd_pipe: pipe_index(&mut fwd_delays, f.rtt_ns / 2),
-                rev_pipe: pipe_index(&mut rev_delays, f.rtt_ns - f.rtt_ns / 2),
-            });
-            flows.push(FlowSlot {
-                ep,
-                mss,
-                access: VecDeque::with_capacity(ring_hint / 2),
-                access_free: 0,
-                access_rate,
-                access_tx_full: access_rate.tx_time(full_wire as u64).as_nanos(),
-                full_wire,
-                host_ready: 0,
-                host_jitter: spec.host_jitter_ns,
-                rng,
-                timer_armed: start,
-                start,
-                stop,
                 bytes_sent: 0,
                 packets_sent: 0,
                 bytes_delivered: 0,
-                last_app: 0,
-                last_retx: 0,
+                fwd_pipe: pipe_index(&mut fwd_delays, f.rtt_ns / 2),
+                rev_pipe: pipe_index(&mut rev_delays, f.rtt_ns - f.rtt_ns / 2),
             });
+            eps.push(ep);
+            links.push(AccessLink {
+                q: VecDeque::with_capacity(ring_hint / 2),
+                free: 0,
+                host_ready: 0,
+                tx_full: access_rate.tx_time(full_wire as u64).as_nanos(),
+                full_wire,
+            });
+            timer_armed.push(start);
+            flows.push(FlowSlot { mss, rng, start, stop, last_app: 0, last_retx: 0 });
         }
         let n_samples = (spec.duration_ns / spec.interval_ns) as usize + 1;
         let mut fs = FlowSamples::default();
@@ -361,7 +378,12 @@ impl Sim {
             end: spec.duration_ns,
             interval: spec.interval_ns,
             flows,
+            eps,
+            links,
+            timer_armed,
             acct,
+            access_rate,
+            host_jitter: spec.host_jitter_ns,
             fwd: fwd_delays.into_iter().map(|delay| FwdPipe { delay, q: VecDeque::with_capacity(256) }).collect(),
             rev: rev_delays.into_iter().map(|delay| RevPipe { delay, q: VecDeque::with_capacity(256) }).collect(),
             qdisc: Accounted::new(qdisc),
@@ -428,9 +450,9 @@ impl Sim {
 
     #[inline]
     fn on_access_out(&mut self, f: usize) {
-        let slot = &mut self.flows[f];
-        let (_, pkt) = slot.access.pop_front().expect("an AccessOut event has a head packet");
-        if let Some(&(t, _)) = slot.access.front() {
+        let link = &mut self.links[f];
+        let (_, pkt) = link.q.pop_front().expect("an AccessOut event has a head packet");
+        if let Some(&(t, _)) = link.q.front() {
             self.q.push(t, EvKind::AccessOut(f as u32));
         }
         self.bottleneck_arrive(pkt);
@@ -509,12 +531,12 @@ impl Sim {
             self.q.push(t, EvKind::RecvArrive(pi as u32));
         }
         let f = p.meta.flow as usize;
-        let slot = &mut self.flows[f];
-        slot.bytes_delivered += p.len as u64;
-        let ack = slot.ep.on_data(now, &p);
-        let w = slot.ep.receiver_wakeup().as_nanos();
-        if w < slot.timer_armed {
-            slot.timer_armed = w;
+        self.acct[f].bytes_delivered += p.len as u64;
+        let ep = &mut self.eps[f];
+        let ack = ep.on_data(now, &p);
+        let w = ep.receiver_wakeup().as_nanos();
+        if w < self.timer_armed[f] {
+            self.timer_armed[f] = w;
             self.q.push(w, EvKind::Timer(f as u32));
         }
         if let Some(ack) = ack {
@@ -542,25 +564,25 @@ impl Sim {
             self.q.push(t, EvKind::AckArrive(pi as u32));
         }
         let f = f as usize;
-        let slot = &mut self.flows[f];
-        slot.ep.on_ack(now, &ack, &mut self.out);
+        let ep = &mut self.eps[f];
+        ep.on_ack(now, &ack, &mut self.out);
         // Invariant: `timer_armed` ≤ every deadline as of the last handler; an ACK
         // moves only the sender's, so only that one needs checking.
-        let w = slot.ep.sender_wakeup().as_nanos();
-        if w < slot.timer_armed {
-            slot.timer_armed = w;
+        let w = ep.sender_wakeup().as_nanos();
+        if w < self.timer_armed[f] {
+            self.timer_armed[f] = w;
             self.q.push(w, EvKind::Timer(f as u32));
         }
         self.dispatch(f);
     }
 
     fn on_timer(&mut self, f: usize) {
-        if self.flows[f].timer_armed != self.now {
+        if self.timer_armed[f] != self.now {
             return; // stale: a later (or earlier, already handled) wake-up replaced it
         }
-        self.flows[f].timer_armed = u64::MAX;
+        self.timer_armed[f] = u64::MAX;
         let now = self.now();
-        let ack = self.flows[f].ep.on_timer(now, &mut self.out);
+        let ack = self.eps[f].on_timer(now, &mut self.out);
         if let Some(a) = ack {
             self.send_ack(f, a);
         }
@@ -572,10 +594,9 @@ impl Sim {
     /// (`timer_armed` ≤ every deadline of the flow after each handler).
     #[inline]
     fn rearm(&mut self, f: usize) {
-        let slot = &mut self.flows[f];
-        let w = slot.ep.next_wakeup().as_nanos();
-        if w < slot.timer_armed {
-            slot.timer_armed = w;
+        let w = self.eps[f].next_wakeup().as_nanos();
+        if w < self.timer_armed[f] {
+            self.timer_armed[f] = w;
             self.q.push(w, EvKind::Timer(f as u32));
         }
     }
@@ -587,29 +608,30 @@ impl Sim {
             return;
         }
         let now = self.now;
-        let slot = &mut self.flows[f];
-        let was_empty = slot.access.is_empty();
+        let link = &mut self.links[f];
+        let acct = &mut self.acct[f];
+        let was_empty = link.q.is_empty();
         for p in self.out.drain(..) {
-            slot.bytes_sent += p.len as u64;
-            slot.packets_sent += 1;
+            acct.bytes_sent += p.len as u64;
+            acct.packets_sent += 1;
             let mut ready = now;
-            if slot.host_jitter > 0 {
-                ready += slot.rng.random_range(0..=slot.host_jitter);
+            if self.host_jitter > 0 {
+                ready += self.flows[f].rng.random_range(0..=self.host_jitter);
             }
             // Host jitter never reorders a flow's own packets.
-            ready = ready.max(slot.host_ready);
-            slot.host_ready = ready;
-            let tx = if p.meta.bytes == slot.full_wire {
-                slot.access_tx_full
+            ready = ready.max(link.host_ready);
+            link.host_ready = ready;
+            let tx = if p.meta.bytes == link.full_wire {
+                link.tx_full
             } else {
-                slot.access_rate.tx_time(p.meta.bytes as u64).as_nanos()
+                self.access_rate.tx_time(p.meta.bytes as u64).as_nanos()
             };
-            let depart = ready.max(slot.access_free) + tx;
-            slot.access_free = depart;
-            slot.access.push_back((depart, p));
+            let depart = ready.max(link.free) + tx;
+            link.free = depart;
+            link.q.push_back((depart, p));
         }
         if was_empty {
-            if let Some(&(t, _)) = slot.access.front() {
+            if let Some(&(t, _)) = link.q.front() {
                 self.q.push(t, EvKind::AccessOut(f as u32));
             }
         }
@@ -618,19 +640,19 @@ impl Sim {
     fn sample(&mut self, t: u64) {
         let iv = self.interval;
         let secs = iv as f64 / 1e9;
-        for (i, slot) in self.flows.iter_mut().enumerate() {
-            let app = slot.ep.app_bytes();
-            let retx = slot.ep.retransmits();
+        for (i, (slot, ep)) in self.flows.iter_mut().zip(&self.eps).enumerate() {
+            let app = ep.app_bytes();
+            let retx = ep.retransmits();
             let d_app = app - slot.last_app;
             let d_retx = retx - slot.last_retx;
             slot.last_app = app;
             slot.last_retx = retx;
-            let finish = slot.ep.finished_at().map_or(u64::MAX, |x| x.as_nanos()).min(slot.stop);
+            let finish = ep.finished_at().map_or(u64::MAX, |x| x.as_nanos()).min(slot.stop);
             // Emit while the interval (t − iv, t] overlaps the active period (start, finish].
             if !(slot.start < t && t - iv < finish) {
                 continue;
             }
-            let (cwnd, srtt, rttvar, state, phase) = match &slot.ep {
+            let (cwnd, srtt, rttvar, state, phase) = match ep {
                 Endpoint::Tcp(tf) => {
                     let m = tf.snd.cc.metrics();
                     let st = if tf.snd.finished_at.is_some() { FlowState::Idle as u8 } else { tf.snd.state.code() };
@@ -677,29 +699,29 @@ impl Sim {
             }
         }
         let mut flows = Vec::with_capacity(self.flows.len());
-        for (i, s) in self.flows.iter().enumerate() {
+        for (i, (s, ep)) in self.flows.iter().zip(&self.eps).enumerate() {
             let mut in_flight = self.acct[i].in_queue + propagating[i];
-            in_flight += s.access.iter().map(|(_, p)| p.len as u64).sum::<u64>();
+            in_flight += self.links[i].q.iter().map(|(_, p)| p.len as u64).sum::<u64>();
             if let Some(p) = &self.in_service {
                 if p.meta.flow as usize == i {
                     in_flight += p.len as u64;
                 }
             }
-            let (retx, rtos, cev) = match &s.ep {
+            let (retx, rtos, cev) = match ep {
                 Endpoint::Tcp(t) => (t.snd.retrans_segs, t.snd.rto_count, t.snd.congestion_events),
                 Endpoint::Dccp(d) => (0, d.snd.rto_count, d.snd.congestion_events),
             };
             flows.push(FlowTotals {
-                bytes_sent: s.bytes_sent,
-                bytes_delivered: s.bytes_delivered,
+                bytes_sent: self.acct[i].bytes_sent,
+                bytes_delivered: self.acct[i].bytes_delivered,
                 bytes_dropped: self.acct[i].bytes_dropped,
                 bytes_in_flight: in_flight,
-                app_bytes: s.ep.app_bytes(),
-                packets_sent: s.packets_sent,
+                app_bytes: ep.app_bytes(),
+                packets_sent: self.acct[i].packets_sent,
                 retransmits: retx,
                 rtos,
                 congestion_events: cev,
-                completed_ns: s.ep.finished_at().map(|t| t.as_nanos()),
+                completed_ns: ep.finished_at().map(|t| t.as_nanos()),
                 started_ns: s.start,
             });
         }

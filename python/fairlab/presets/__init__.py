@@ -65,7 +65,8 @@ PRESETS: dict[str, Preset] = {
                 "100 Mb/s dumbbell, 100% BDP DropTail, RTT 25–200 ms (8 values), 14 flows, one each of reno, bic, "
                 "cubic, highspeed, htcp, hybla, illinois, lp, scalable, vegas, veno, westwood, yeah, compound "
                 "(ns-2 TCP-Linux's set), flow k starting at 30·k s, 900 s runs analysed over 420–900 s, one run per RTT; "
-                "NRU weights from 14-flow self-competition runs (14 per RTT). 8 main + 112 calibration runs. "
+                "NRU weights from 14-flow self-competition runs (14 per RTT). 8 main + 112 calibration runs: 668 s on one "
+                "worker of a loaded 2-core machine. "
                 "The paper's pair-wise set (CCID2 vs NewReno/CUBIC) is part of preset bhatti2008-dccp."
             ),
             quick={

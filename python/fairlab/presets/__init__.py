@@ -55,7 +55,7 @@ PRESETS: dict[str, Preset] = {
             ),
             quick={"runs": 1, "bottleneck.rate": "1Gbit", "bottleneck.buffer": "1.5MB"},
             quick_note="1 Gb/s with a 1.5 MB buffer (the same 60% of the BDP) instead of 10 Gb/s, and 1 run instead of 3",
-            live_note="live runs are scaled to 1 Gb/s, what linkem forwards on a 2-core machine",
+            live_note="live runs are scaled to 200 Mb/s, what linkem forwards reliably on a 2-core machine (docs/linkem.md)",
         ),
         Preset(
             name="bhatti2009-nru",
@@ -207,13 +207,13 @@ def live_document(name: str, doc: dict[str, Any]) -> tuple[dict[str, Any], list[
         missing = {"reno", "cubic", "bbr"} - have
         if missing:
             raise ScenarioError(f"preset usc-lab10 needs the kernel's {', '.join(sorted(missing))} congestion control(s); available: {', '.join(sorted(have)) or 'unknown'}")
-        doc["bottleneck"]["rate"] = "1Gbit"
-        doc["bottleneck"]["buffer"] = "1.5MB"
+        doc["bottleneck"]["rate"] = "200Mbit"
+        doc["bottleneck"]["buffer"] = "300KB"  # 60% of the 500 kB BDP, as 15 MB is of 25 MB
         for f in doc["flows"]:
-            f["rwnd"] = "5242880B"  # 2·BDP at 1 Gb/s, 20 ms
-        doc["sweep"]["experiment"][0]["flows"][0]["rwnd"] = "5242880B"
+            f["rwnd"] = "1000000B"  # 2·BDP at 200 Mb/s, 20 ms
+        doc["sweep"]["experiment"][0]["flows"][0]["rwnd"] = "1000000B"
         doc["runs"] = 1
         doc["name"] = doc["name"] + "-live"
-        notes.append(PRESETS[name].live_note + "; buffer 1.5 MB and socket buffers 2·BDP = 5 MB scaled with it; 1 run")
+        notes.append(PRESETS[name].live_note + "; buffer 300 kB (60% of the BDP, as in the lab) and socket buffers 2·BDP = 1 MB scaled with it; 1 run")
         return doc, notes
     raise ScenarioError(f"preset {name!r} has no live variant; live presets: bhatti2008-dccp, usc-lab10")

@@ -24,6 +24,7 @@ import ast
 
 from fairlab.analysis import analyze
 from fairlab.metrics.nru import classify_case
+from fairlab.campaign.aggregate import campaign_of
 from fairlab.campaign.store import Store
 
 RTTS = [25, 50, 75, 100, 125, 150, 175, 200]
@@ -144,8 +145,15 @@ class Cell:
 
 
 def collect(store, main, calib):
-    """Group the stored runs by the task each one records in its metadata."""
+    """Group the stored runs by the task each one records in its metadata. Only runs
+    of the campaign as planned by this fairlab (same engine build) count: a store can
+    also hold runs left from an earlier engine, whose keys no longer match."""
+    wanted = {t.key for t in campaign_of(store).tasks}
+    skipped = 0
     for k in sorted(store.done_keys()):
+        if k not in wanted:
+            skipped += 1
+            continue
         tr = store.load(k)
         task = tr.meta.get("task") or {}
         if isinstance(task, str):
@@ -161,14 +169,16 @@ def collect(store, main, calib):
             # a calibration (same seeds): keep the first store's copy of each run index
             seen = calib.setdefault((task["for_cca"], rtt), {})
             seen.setdefault(task["run_index"], (store, k))
+    return skipped
 
 
 def main(paths: list[str]) -> int:
     main_runs, calib = {}, {}
     for path in paths:
         store = Store(path)
-        collect(store, main_runs, calib)
-        print(f"_campaign `{path}`: {len(store.done_keys())} runs stored._\n")
+        skipped = collect(store, main_runs, calib)
+        print(f"_campaign `{path}`: {len(store.done_keys()) - skipped} runs of this engine build used"
+              f"{f', {skipped} older runs ignored' if skipped else ''}._\n")
     calib_runs = {kk: [v[i] for i in sorted(v)] for kk, v in calib.items()}
 
     # expected throughput per (cca, rtt): mean of all flows of its calibration runs

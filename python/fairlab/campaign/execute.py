@@ -102,6 +102,10 @@ def run_campaign(
     are kept and the next call resumes.
     """
     store.init(campaign)
+    if workers is None and dask is None and campaign.backend == "live":
+        # Live runs share the machine's real network stack and CPUs: running two at
+        # once would make each measure the other. One at a time unless asked.
+        workers = 1
     done_keys = store.done_keys()
     todo = [t for t in campaign.tasks if t.key not in done_keys]
     total = len(campaign.tasks)

@@ -250,7 +250,9 @@ def fig_throughput_vs_axis(results, axis, outdir: Path) -> Path:
             _apply_ticks(ax, ticks)
             if idx % ncols == 0:
                 ax.set_ylabel(f"mean throughput ({unit})")
-            ax.set_ylim(bottom=0)
+        # Shared y-axes: set the limit once, after every panel has its data, or the
+        # first panel's range clips the others.
+        axes[0][0].set_ylim(bottom=0, top=max(all_means) / scale * 1.08 if all_means else None)
         for idx in range(n, nrows * ncols):
             axes[idx // ncols][idx % ncols].set_visible(False)
         fig.suptitle("Mean throughput per flow over the analysis window (± std over runs)", fontsize=11)
@@ -409,10 +411,13 @@ def write_report(root: str | Path, *, notes: list[str] | None = None, max_exampl
     camp = campaign_of(store)
     results = aggregate(store, camp)
     if not results or all(not r.runs for r in results):
-        raise StoreError(
-            f"{store.root}: none of this campaign's runs has finished (runs made by another fairlab version "
-            "or from an edited scenario have other content addresses); run the campaign first (fairlab run / reproduce)"
+        stored = len(list(store.runs_dir.glob("*.parquet")))
+        other = (
+            f" {stored} stored run(s) were made by another engine build, fairlab version or scenario, so they have other content addresses;"
+            if stored
+            else ""
         )
+        raise StoreError(f"{store.root}: none of this campaign's runs has finished;{other} run the campaign (fairlab run / reproduce) to compute them")
     axis = _choose_axis(camp.sweep)
     figdir = store.root / "figures"
     figdir.mkdir(exist_ok=True)

@@ -93,8 +93,8 @@ PRESETS: dict[str, Preset] = {
                 "10 Gb/s dumbbell, RTT 120 ms, Drop-tail / RED / CHOKe (RED thresholds from the buffer), buffer 10–100% "
                 "of BDP in 10% steps; TCP-SACK (reno) + HSTCP + CUBIC one flow each (Fig. 3) and the homogeneous "
                 "sets of Table I (3 flows of one variant, run at every buffer); 300 s runs, analysis 30–300 s, one run "
-                "each: 120 runs. Expensive: ≈ 0.83 M packets per simulated second; one 300 s run (247 M packets) took "
-                "234 s wall on one core of a loaded 2-core machine, so ≈ 6–8 h on one worker."
+                "each: 120 runs. Expensive: ≈ 0.83 M packets per simulated second; one 300 s run (≈ 250 M packets) took "
+                "130–235 s wall on one core of a loaded 2-core machine, so ≈ 4–8 h on one worker."
             ),
             quick={
                 "bottleneck": {"rate": "1Gbit", "buffer": "20%bdp", "qdisc": "droptail"},

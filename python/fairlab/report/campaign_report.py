@@ -32,6 +32,14 @@ from ..campaign.store import Store, StoreError  # noqa: E402
 from ..metrics._common import fmt_num  # noqa: E402
 from .plots import _STYLE, _rate_scale  # noqa: E402
 
+
+def _series_style(i: int) -> dict[str, Any]:
+    """Distinct colour + line style + marker for up to 60 series (tab10 alone repeats
+    after 10, and a reader cannot tell two blue lines apart)."""
+    markers = "osD^v<>ph*"
+    styles = ["-", "--", ":", "-."]
+    return {"color": plt.cm.tab10(i % 10), "linestyle": styles[(i // 10) % 4], "marker": markers[(i // 10 + i) % len(markers)]}
+
 _UNIT_RE = re.compile(r"^\s*([0-9.]+)\s*(ms|s|us|%bdp|%BDP|p|Mbit|Gbit)?\s*$")
 
 
@@ -144,7 +152,7 @@ def fig_jain_vs_axis(results, axis, outdir: Path, *, which: str = "mean_jt") -> 
                     ys.append(stat.mean)
                     es.append(stat.std)
             yerr = None if all(e is None for e in es) else [e or 0.0 for e in es]
-            ax.errorbar(xx, ys, yerr=yerr, marker="o", capsize=3, label=s)
+            ax.errorbar(xx, ys, yerr=yerr, capsize=3, label=s, **_series_style(series.index(s)))
         ax.set_xlabel(axis.title or "condition")
         _apply_ticks(ax, ticks)
         ax.set_ylabel(f"Jain's index, {what[0]} (no unit)")
@@ -232,7 +240,7 @@ def fig_throughput_vs_axis(results, axis, outdir: Path) -> Path:
                 ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=colour[c]) for c in ccas], labels=ccas, fontsize=8, loc="best")
             else:
                 nflows = max((len(r.flows) for (ss, _), r in cells.items() if ss == s), default=0)
-                for fi in range(min(nflows, 8)):
+                for fi in range(nflows):
                     xx, yy, ee, name = [], [], [], None
                     for x, c in zip(xs, cols):
                         r = cells.get((s, c))
@@ -243,8 +251,8 @@ def fig_throughput_vs_axis(results, axis, outdir: Path) -> Path:
                         yy.append(r.flows[fi].mean_bps.mean / scale)
                         ee.append(None if r.flows[fi].mean_bps.std is None else r.flows[fi].mean_bps.std / scale)
                     yerr = None if all(e is None for e in ee) else [e or 0.0 for e in ee]
-                    ax.errorbar(xx, yy, yerr=yerr, marker="o", capsize=2, label=name)
-                ax.legend(fontsize=8, loc="best")
+                    ax.errorbar(xx, yy, yerr=yerr, capsize=2, label=name, **_series_style(fi))
+                ax.legend(fontsize=7 if nflows > 8 else 8, loc="best", ncol=2 if nflows > 8 else 1)
             ax.set_title(s, fontsize=10)
             ax.set_xlabel(axis.title or "condition")
             _apply_ticks(ax, ticks)

@@ -76,15 +76,15 @@ impl EventQueue {
     }
 
     /// Schedule `kind` at `time` (ns).
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, time: u64, kind: EvKind) {
+        if let EvKind::Timer(f) = kind {
+            self.push_timer(time, f);
+            return;
+        }
         let seq = self.next_seq;
         self.next_seq += 1;
         let ev = Event { time, seq, kind };
-        if matches!(kind, EvKind::Timer(_)) {
-            self.timers.push(ev);
-            return;
-        }
         // Invariant: `front`, when set, is earlier than everything in `heap`.
         // (`Event`'s order is reversed: earlier compares greater.)
         match self.front {
@@ -98,6 +98,14 @@ impl EventQueue {
                 _ => self.front = Some(ev),
             },
         }
+    }
+
+    /// Schedule flow `f`'s timer at `time` (ns): `push(time, EvKind::Timer(f))`.
+    #[inline]
+    pub fn push_timer(&mut self, time: u64, f: u32) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.timers.push(Event { time, seq, kind: EvKind::Timer(f) });
     }
 
     /// The earliest event, removed.

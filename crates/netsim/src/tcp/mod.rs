@@ -11,11 +11,14 @@ use netunits::{SimDuration, SimTime};
 use crate::cc::CongestionControl;
 use crate::packet::{Ack, Pkt};
 
-/// One TCP flow: both ends.
+/// One TCP flow: both ends. `repr(C)` with the receiver first: the simulator
+/// keeps each flow on its own cache lines, and this way the receiver's hot fields
+/// (see `TcpReceiver`) fill the first two lines exactly.
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct TcpFlow {
-    pub snd: sender::TcpSender,
     pub rcv: receiver::TcpReceiver,
+    pub snd: sender::TcpSender,
 }
 
 /// What a TCP flow is built from.

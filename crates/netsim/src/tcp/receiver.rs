@@ -19,33 +19,41 @@ struct OooRange {
 }
 
 /// The receiving half of a TCP flow.
+///
+/// `repr(C)`, ordered by use: an in-order arrival reads only the first 128 bytes
+/// (two cache lines when the flow is line-aligned, as the simulator keeps it);
+/// the SACK cache and the last segment's length come after.
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct TcpReceiver {
-    mss: u64,
-    total_segs: u64,
-    last_seg_len: u64,
+    /// Next expected segment.
+    rcv_nxt: u64,
+    /// Delayed-ACK timer, `SimTime::MAX` when not running.
+    pub(crate) delack_deadline: SimTime,
+    /// In-order payload bytes handed to the application (goodput).
+    pub(crate) app_bytes: u64,
+    /// Out-of-order ranges above `rcv_nxt`, sorted, disjoint, non-adjacent.
+    ooo: VecDeque<OooRange>,
+    /// Full-sized segments received since the last ACK (at most 2: an ACK
+    /// resets it).
+    unacked: u16,
+    /// Valid entries of `recent`.
+    nrecent: u8,
     sack: bool,
     ecn: bool,
     delayed_ack: bool,
+    /// RFC 3168 §6.1.3: set ECE on every ACK from a CE arrival until a CWR arrives.
+    ece: bool,
+    // second line
+    mss: u64,
+    total_segs: u64,
     delack_timeout: SimDuration,
-    /// Next expected segment.
-    rcv_nxt: u64,
-    /// Out-of-order ranges above `rcv_nxt`, sorted, disjoint, non-adjacent.
-    ooo: VecDeque<OooRange>,
+    last_seg_len: u64,
     /// The ranges most recently grown, newest first (RFC 2018 §4: the first SACK
     /// block reports the newest arrival, the others the most recently reported
     /// blocks). Kept like Linux's `selective_acks` cache so building an ACK never
     /// scans all holes.
     recent: [(u64, u64); MAX_SACK_BLOCKS],
-    nrecent: usize,
-    /// Full-sized segments received since the last ACK.
-    unacked: u32,
-    /// Delayed-ACK timer, `SimTime::MAX` when not running.
-    pub(crate) delack_deadline: SimTime,
-    /// RFC 3168 §6.1.3: set ECE on every ACK from a CE arrival until a CWR arrives.
-    ece: bool,
-    /// In-order payload bytes handed to the application (goodput).
-    pub(crate) app_bytes: u64,
 }
 
 impl TcpReceiver {
@@ -67,6 +75,13 @@ impl TcpReceiver {
             ece: false,
             app_bytes: 0,
         }
+    }
+
+    /// Read the fields `on_data` reads first and return a value to discard (see
+    /// `TcpSender::warm`).
+    #[inline]
+    pub(crate) fn warm(&self) -> u64 {
+        self.rcv_nxt ^ self.delack_deadline.as_nanos() ^ self.app_bytes ^ self.ooo.len() as u64 ^ self.total_segs
     }
 
     /// Payload bytes of segments `[a, b)`.
@@ -168,7 +183,7 @@ impl TcpReceiver {
         let mut next = [(0u64, 0u64); MAX_SACK_BLOCKS];
         next[0] = (a, b);
         let mut n = 1;
-        for k in 0..self.nrecent {
+        for k in 0..self.nrecent as usize {
             let (x, y) = self.recent[k];
             if (y <= a || x >= b) && n < MAX_SACK_BLOCKS {
                 next[n] = (x, y);
@@ -176,18 +191,18 @@ impl TcpReceiver {
             }
         }
         self.recent = next;
-        self.nrecent = n;
+        self.nrecent = n as u8;
     }
 
     fn forget_recent_below(&mut self, cum: u64) {
         let mut n = 0;
-        for k in 0..self.nrecent {
+        for k in 0..self.nrecent as usize {
             if self.recent[k].1 > cum {
                 self.recent[n] = self.recent[k];
                 n += 1;
             }
         }
-        self.nrecent = n;
+        self.nrecent = n as u8;
     }
 
     fn make_ack(&mut self, just_received: Option<u64>) -> Ack {
@@ -199,7 +214,7 @@ impl TcpReceiver {
             // (insert_ooo put it first in `recent`); the others repeat the most
             // recently reported blocks.
             let _ = just_received;
-            let n = self.nrecent;
+            let n = self.nrecent as usize;
             ack.blocks[..n].copy_from_slice(&self.recent[..n]);
             ack.nblocks = n as u8;
         }

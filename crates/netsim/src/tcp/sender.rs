@@ -214,6 +214,29 @@ impl TcpSender {
         self.cc.cwnd()
     }
 
+    /// Read the fields `on_ack` reads first (spread over the struct's cache lines)
+    /// and the scoreboard's head, and return a value to discard: called for the
+    /// NEXT ACK in a pipe so the loads overlap with the current event's work. Pure
+    /// read; no effect on the simulation.
+    #[inline]
+    pub(crate) fn warm(&self) -> u64 {
+        let head = self.segs.front().map_or(0, |s| s.flags as u64);
+        (self.cfg.total_segs ^ self.cfg.mss as u64)
+            ^ self.snd_una
+            ^ self.snd_nxt
+            ^ self.sacked_out
+            ^ self.lost_out
+            ^ self.lost_pending
+            ^ self.rto_deadline.as_nanos()
+            ^ self.pace_wake.as_nanos()
+            ^ self.delivered
+            ^ self.app_limited_until
+            ^ self.rtt.srtt().as_nanos()
+            ^ self.recovery_point
+            ^ self.sack_ranges.len() as u64
+            ^ head
+    }
+
     /// The sender's wake-up time: start, RTO or pacing.
     #[inline]
     pub(crate) fn next_wakeup(&self) -> SimTime {

@@ -108,6 +108,16 @@ impl EventQueue {
         self.timers.push(Event { time, seq, kind: EvKind::Timer(f) });
     }
 
+    /// The flow of the earliest pending timer event, if any (possibly a stale
+    /// one): a hint for prefetching.
+    #[inline]
+    pub fn next_timer_flow(&self) -> Option<u32> {
+        match self.timers.peek() {
+            Some(Event { kind: EvKind::Timer(f), .. }) => Some(*f),
+            _ => None,
+        }
+    }
+
     /// The earliest event, removed.
     #[inline]
     pub fn pop(&mut self) -> Option<Event> {
@@ -173,6 +183,40 @@ mod tests {
                 now = e.time;
             }
         }
+    }
+
+    #[test]
+    fn many_timers_pop_in_time_then_sequence_order() {
+        // Mostly timers (their own heap) against a sorted reference, with many ties.
+        let mut q = EventQueue::with_capacity(4);
+        let mut reference: Vec<(u64, u64)> = Vec::new();
+        let mut x: u64 = 987654321;
+        let mut now = 0u64;
+        let mut seq = 0u64;
+        for step in 0..20000u32 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let n = if step < 3000 { 2 } else { (x >> 61) % 3 };
+            for k in 0..n {
+                let t = now + ((x >> (8 * k + 8)) & 0x3f);
+                if (x >> 50) % 8 == 0 {
+                    q.push(t, EvKind::LinkDone);
+                } else {
+                    q.push_timer(t, step);
+                }
+                reference.push((t, seq));
+                seq += 1;
+            }
+            if let Some(e) = q.pop() {
+                let i = (0..reference.len()).min_by_key(|&i| reference[i]).unwrap();
+                assert_eq!((e.time, e.seq), reference.swap_remove(i));
+                now = e.time;
+            }
+        }
+        while let Some(e) = q.pop() {
+            let i = (0..reference.len()).min_by_key(|&i| reference[i]).unwrap();
+            assert_eq!((e.time, e.seq), reference.swap_remove(i));
+        }
+        assert!(reference.is_empty());
     }
 
     #[test]

@@ -96,6 +96,14 @@ impl Endpoint {
             Endpoint::Dccp(_) => 0,
         }
     }
+    /// Start loading the state a timer event reads (`on_timer`, `next_wakeup`).
+    #[inline]
+    fn warm_timer(&self) -> u64 {
+        match self {
+            Endpoint::Tcp(t) => t.rcv.delack_deadline.as_nanos() ^ t.snd.next_wakeup().as_nanos(),
+            Endpoint::Dccp(d) => d.next_wakeup().as_nanos(),
+        }
+    }
     /// Start loading the receiver state the next data arrival will read.
     #[inline]
     fn warm_receiver(&self) -> u64 {
@@ -627,6 +635,11 @@ impl Sim {
             return; // stale: a later (or earlier, already handled) wake-up replaced it
         }
         self.timer_armed[f] = u64::MAX;
+        // Software prefetch (a discarded load) of the next timer's flow: timer
+        // events visit the flows in no particular order, so their state is cold.
+        if let Some(g) = self.q.next_timer_flow() {
+            std::hint::black_box(self.eps[g as usize].warm_timer());
+        }
         let now = self.now();
         let ack = self.eps[f].on_timer(now, &mut self.out);
         if let Some(a) = ack {

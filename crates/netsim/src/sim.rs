@@ -49,6 +49,10 @@ pub const LOSS_STREAM: u64 = 1;
 /// RNG component id of flow `i`'s jitter is `FLOW_STREAM_BASE + i`.
 pub const FLOW_STREAM_BASE: u64 = 1 << 32;
 
+/// From this many flows on, the event handlers prefetch the next events' flow
+/// state (a few flows' state stays in L1 and the extra loads would only cost).
+const PREFETCH_MIN_FLOWS: usize = 64;
+
 /// How often `progress` is called, in simulated time.
 const PROGRESS_EVERY: u64 = 1_000_000_000;
 
@@ -264,6 +268,9 @@ struct Sim {
     acct: Vec<Acct>,
     access_rate: Bandwidth,
     host_jitter: u64,
+    /// Prefetch the next events' per-flow state (`warm_*`): only worth its loads
+    /// when the flows' state does not stay in cache anyway.
+    prefetch: bool,
     fwd: Vec<FwdPipe>,
     rev: Vec<RevPipe>,
     qdisc: Accounted<Box<dyn Qdisc<Pkt>>>,
@@ -430,6 +437,7 @@ impl Sim {
             acct,
             access_rate,
             host_jitter: spec.host_jitter_ns,
+            prefetch: spec.flows.len() >= PREFETCH_MIN_FLOWS,
             fwd: fwd_delays.into_iter().map(|delay| FwdPipe { delay, q: VecDeque::with_capacity(256) }).collect(),
             rev: rev_delays.into_iter().map(|delay| RevPipe { delay, q: VecDeque::with_capacity(256) }).collect(),
             qdisc: Accounted::new(qdisc),
@@ -577,8 +585,10 @@ impl Sim {
             self.q.push(t, EvKind::RecvArrive(pi as u32));
             // Software prefetch (safe code: a discarded load): the next arrival's
             // receiver and accounting entry are cold in a many-flow run.
-            let g = next.meta.flow as usize;
-            std::hint::black_box(self.eps[g].warm_receiver() ^ self.acct[g].rev_pipe as u64);
+            if self.prefetch {
+                let g = next.meta.flow as usize;
+                std::hint::black_box(self.eps[g].warm_receiver() ^ self.acct[g].rev_pipe as u64);
+            }
         }
         let f = p.meta.flow as usize;
         self.acct[f].bytes_delivered += p.len as u64;
@@ -614,8 +624,10 @@ impl Sim {
             self.q.push(t, EvKind::AckArrive(pi as u32));
             // Software prefetch, as in `on_recv_arrive`: the next ACK's sender and
             // access link.
-            let g = g as usize;
-            std::hint::black_box(self.eps[g].warm_sender() ^ self.links[g].free ^ self.timer_armed[g]);
+            if self.prefetch {
+                let g = g as usize;
+                std::hint::black_box(self.eps[g].warm_sender() ^ self.links[g].free ^ self.timer_armed[g]);
+            }
         }
         let f = f as usize;
         let ep = &mut self.eps[f];
@@ -637,7 +649,7 @@ impl Sim {
         self.timer_armed[f] = u64::MAX;
         // Software prefetch (a discarded load) of the next timer's flow: timer
         // events visit the flows in no particular order, so their state is cold.
-        if let Some(g) = self.q.next_timer_flow() {
+        if let (true, Some(g)) = (self.prefetch, self.q.next_timer_flow()) {
             std::hint::black_box(self.eps[g as usize].warm_timer());
         }
         let now = self.now();

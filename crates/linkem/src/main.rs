@@ -57,10 +57,10 @@ fn qdisc_error(e: BuildError) -> ConfigError {
         BuildError::UnknownName { name, known } => {
             ConfigError { field: "qdisc".into(), problem: format!("got {name:?}"), allowed: format!("one of {known}") }
         }
-        BuildError::Config(c) if c.param == "(unknown parameter)" => ConfigError {
-            field: format!("params.{}", c.value),
-            problem: format!("unknown parameter for qdisc {}", c.qdisc),
-            allowed: c.allowed.into(),
+        BuildError::UnknownParam { qdisc, param, known } => ConfigError {
+            field: format!("params.{param}"),
+            problem: format!("unknown parameter for qdisc {qdisc}"),
+            allowed: format!("one of {known}"),
         },
         BuildError::Config(c) => ConfigError {
             field: format!("params.{}", c.param),

@@ -31,7 +31,7 @@ pub enum SimError {
         source: crate::cc::CcError,
     },
     /// The bottleneck queue discipline or one of its parameters was refused.
-    #[error("`bottleneck.qdisc`: {0}")]
+    #[error("`{}`: {}", qdisc_field(.0), .0)]
     Qdisc(#[from] aqm::BuildError),
     /// The progress callback returned `false`.
     #[error("run cancelled at simulated time {at}")]
@@ -44,5 +44,13 @@ pub enum SimError {
 impl SimError {
     pub(crate) fn invalid(field: impl Into<String>, value: impl std::fmt::Display, allowed: impl Into<String>) -> Self {
         SimError::Invalid { field: field.into(), value: value.to_string(), allowed: allowed.into() }
+    }
+}
+
+/// The scenario field a qdisc error is about: the name, or its parameters.
+fn qdisc_field(e: &aqm::BuildError) -> &'static str {
+    match e {
+        aqm::BuildError::UnknownName { .. } => "bottleneck.qdisc",
+        _ => "bottleneck.params",
     }
 }

@@ -307,7 +307,7 @@ pub fn run(spec: &ScenarioSpec, progress: &mut dyn FnMut(SimTime) -> bool) -> Re
 fn cc_field(i: usize, e: &CcError) -> String {
     match e {
         CcError::UnknownName { .. } => format!("flows[{i}].cca"),
-        CcError::BadParam { .. } => format!("flows[{i}].params"),
+        CcError::BadParam { .. } | CcError::UnknownParam { .. } => format!("flows[{i}].params"),
     }
 }
 

@@ -40,7 +40,7 @@ def run(
     campaign = _campaign(doc, scenario, backend)
     out_dir = out or Path("out") / campaign.name
     if len(campaign.tasks) == 1 and not doc.get("sweep"):
-        _single(campaign.tasks[0].model(), campaign.tasks[0].seed, backend, out_dir, as_json)
+        _single(campaign.tasks[0].model(), campaign.tasks[0].seed, backend, out_dir, as_json, source=scenario)
     else:
         if as_json:
             err_console.print("note: --json applies to single runs; a campaign's results are in its directory (fairlab report / query)")
@@ -53,7 +53,7 @@ def _campaign(doc: dict, path: Path, backend: str):
     return expand(doc, source=str(path), backend=backend)
 
 
-def _single(model: Scenario, seed: int, backend: str, out_dir: Path, as_json: bool) -> None:
+def _single(model: Scenario, seed: int, backend: str, out_dir: Path, as_json: bool, *, source: Path) -> None:
     total = model.duration / 1e9
     t0 = time.perf_counter()
     progress: Progress | None = None
@@ -72,6 +72,9 @@ def _single(model: Scenario, seed: int, backend: str, out_dir: Path, as_json: bo
 
     try:
         trace = run_scenario(model, seed=seed, backend=backend, progress=on_progress)
+    except ValueError as exc:
+        # Engine and live errors name the field; say which file it is in.
+        raise type(exc)(f"{source}: {exc}") from None
     finally:
         if progress is not None:
             progress.stop()

@@ -165,6 +165,16 @@ pub enum CcError {
         /// Comma-separated allowed names.
         known: String,
     },
+    /// The scenario gave a parameter this algorithm does not have.
+    #[error("congestion control {cca} has no parameter `{param}`; its parameters: {known}")]
+    UnknownParam {
+        /// Algorithm name.
+        cca: &'static str,
+        /// The key the scenario gave.
+        param: String,
+        /// Comma-separated parameters the algorithm reads.
+        known: String,
+    },
     /// A parameter is out of range.
     #[error("congestion control {cca}: parameter `{param}` = {value} is not allowed; {allowed}")]
     BadParam {
@@ -259,17 +269,18 @@ impl<'a> ParamReader<'a> {
 
     /// Call last: fails if the scenario gave a key no reader asked for.
     pub fn finish(self) -> Result<(), CcError> {
-        for k in self.params.keys() {
-            if !self.seen.iter().any(|s| s == k) {
-                return Err(CcError::BadParam {
-                    cca: self.cca,
-                    param: "(unknown parameter)",
-                    value: k.clone(),
-                    allowed: "see `fairlab list ccas` for this algorithm's parameters",
-                });
-            }
+        match self.params.keys().find(|k| !self.seen.iter().any(|s| s == k)) {
+            Some(k) => Err(CcError::UnknownParam { cca: self.cca, param: k.clone(), known: known_list(&self.seen) }),
+            None => Ok(()),
         }
-        Ok(())
+    }
+}
+
+fn known_list(seen: &[&'static str]) -> String {
+    if seen.is_empty() {
+        "(none)".to_string()
+    } else {
+        seen.join(", ")
     }
 }
 

@@ -30,6 +30,7 @@ from ..campaign.aggregate import ConditionResult, aggregate, campaign_of, fmt_st
 from ..campaign.plan import CALIBRATION, MAIN, SOLO, is_grouped_axis  # noqa: E402
 from ..campaign.store import Store, StoreError  # noqa: E402
 from ..metrics._common import fmt_num  # noqa: E402
+from ..scenario import units  # noqa: E402
 from .plots import _STYLE, _rate_scale  # noqa: E402
 
 
@@ -40,9 +41,6 @@ def _series_style(i: int) -> dict[str, Any]:
     styles = ["-", "--", ":", "-."]
     return {"color": plt.cm.tab10(i % 10), "linestyle": styles[(i // 10) % 4], "marker": markers[(i // 10 + i) % len(markers)]}
 
-_UNIT_RE = re.compile(r"^\s*([0-9.]+)\s*(ms|s|us|%bdp|%BDP|p|Mbit|Gbit)?\s*$")
-
-
 @dataclass
 class Axis:
     key: str | None  # the swept path on the x-axis (None: no sweep)
@@ -51,21 +49,28 @@ class Axis:
 
 
 def _axis_value(v: Any) -> tuple[float, str]:
-    """A sweep value as a number for plotting, plus its unit."""
+    """A sweep value as a number for plotting, plus its unit, read with the scenario's
+    own unit parsers (DESIGN.md: human units are parsed in `scenario` only): durations
+    in ms, rates in Mbit/s, buffers in % of BDP, packets or bytes."""
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return float(v), ""
-    m = _UNIT_RE.match(str(v))
-    if m:
-        return float(m.group(1)), (m.group(2) or "")
-    return float("nan"), ""
+    for parse, scale, unit in ((units.parse_duration, 1e6, "ms"), (units.parse_rate, 1e6, "Mbit/s")):
+        try:
+            return parse(v) / scale, unit
+        except units.UnitError:
+            pass
+    try:
+        kind, value = units.parse_buffer(v)
+    except units.UnitError:
+        return float("nan"), ""
+    return (value * 100, "% of BDP") if kind == "bdp" else (value, kind)
 
 
 def _axis_title(key: str, unit: str) -> str:
     leaf = key.split(".")[-1]
     names = {"rtt": "RTT", "buffer": "buffer", "rate": "bottleneck rate", "count": "flows", "cca": "congestion control"}
     name = names.get(leaf, leaf)
-    unit_txt = {"%bdp": "% of BDP", "%BDP": "% of BDP", "p": "packets"}.get(unit, unit)
-    return f"{name} ({unit_txt})" if unit_txt else name
+    return f"{name} ({unit})" if unit else name
 
 
 def _choose_axis(sweep: dict[str, list[Any]]) -> Axis:

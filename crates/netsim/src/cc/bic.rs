@@ -32,7 +32,7 @@
 //! Deviation: `cnt` is recomputed on every ACK (Linux at most once per jiffy while
 //! cwnd is unchanged).
 
-use super::segwin::{SegWindow, INFINITE_SSTHRESH};
+use super::segwin::SegWindow;
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::SimTime;
 
@@ -241,8 +241,7 @@ impl CongestionControl for Bic {
         if let Some(prior) = self.undo.take() {
             let cur = self.s.w;
             self.s = prior;
-            self.s.w.cwnd = cur.cwnd.max(prior.w.cwnd);
-            self.s.w.ssthresh = if prior.w.ssthresh == INFINITE_SSTHRESH { INFINITE_SSTHRESH } else { cur.ssthresh.max(prior.w.ssthresh) };
+            self.s.w.undo_from(&cur);
             self.s.recovering = false;
         }
     }

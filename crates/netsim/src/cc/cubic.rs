@@ -40,7 +40,7 @@
 //! nanoseconds instead of jiffies/µs, and a spurious-loss undo restores the whole
 //! pre-loss CUBIC state (quinn's `pre_congestion_state`), not just the window.
 
-use super::segwin::{SegWindow, INFINITE_SSTHRESH};
+use super::segwin::SegWindow;
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::{SimDuration, SimTime};
 
@@ -544,8 +544,7 @@ impl CongestionControl for Cubic {
         if let Some(prior) = self.undo.take() {
             let cur = self.s.w;
             self.s = prior;
-            self.s.w.cwnd = cur.cwnd.max(prior.w.cwnd);
-            self.s.w.ssthresh = if prior.w.ssthresh == INFINITE_SSTHRESH { INFINITE_SSTHRESH } else { cur.ssthresh.max(prior.w.ssthresh) };
+            self.s.w.undo_from(&cur);
             self.s.recovering = false;
         }
     }

@@ -17,7 +17,7 @@
 //! limited slow start, which RFC 3649 mentions, is not in current Linux and not
 //! here. The CA increase is counted per ACK as in Linux (`snd_cwnd_cnt += a`).
 
-use super::segwin::{SegWindow, INFINITE_SSTHRESH};
+use super::segwin::SegWindow;
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::SimTime;
 
@@ -155,8 +155,7 @@ impl CongestionControl for HighSpeed {
         if let Some(prior) = self.undo.take() {
             let cur = self.s.w;
             self.s = prior;
-            self.s.w.cwnd = cur.cwnd.max(prior.w.cwnd);
-            self.s.w.ssthresh = if prior.w.ssthresh == INFINITE_SSTHRESH { INFINITE_SSTHRESH } else { cur.ssthresh.max(prior.w.ssthresh) };
+            self.s.w.undo_from(&cur);
             self.s.recovering = false;
         }
     }

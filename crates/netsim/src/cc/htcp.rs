@@ -331,8 +331,7 @@ impl CongestionControl for Htcp {
         if let Some(prior) = self.undo.take() {
             let cur = self.s.w;
             self.s = prior;
-            self.s.w.cwnd = cur.cwnd.max(prior.w.cwnd);
-            self.s.w.ssthresh = if prior.w.ssthresh == INFINITE_SSTHRESH { INFINITE_SSTHRESH } else { cur.ssthresh.max(prior.w.ssthresh) };
+            self.s.w.undo_from(&cur);
             self.s.open = true;
         }
     }

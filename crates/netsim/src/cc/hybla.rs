@@ -20,7 +20,7 @@
 //! the initial window here is the sender's (`CcInit`), because the controller has
 //! no RTT before the first ACK.
 
-use super::segwin::{SegWindow, INFINITE_SSTHRESH};
+use super::segwin::SegWindow;
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::{SimDuration, SimTime};
 
@@ -159,8 +159,7 @@ impl CongestionControl for Hybla {
             self.s = prior;
             self.s.rho = cur.rho;
             self.s.min_srtt = cur.min_srtt;
-            self.s.w.cwnd = cur.w.cwnd.max(prior.w.cwnd);
-            self.s.w.ssthresh = if prior.w.ssthresh == INFINITE_SSTHRESH { INFINITE_SSTHRESH } else { cur.w.ssthresh.max(prior.w.ssthresh) };
+            self.s.w.undo_from(&cur.w);
             self.s.recovering = false;
         }
     }

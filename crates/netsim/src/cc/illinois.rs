@@ -19,7 +19,7 @@
 //! Linux's fixed point (α ×128, β ×64) is replaced by f64; the round boundary is
 //! [`RoundTracker`] rather than `end_seq`.
 
-use super::segwin::{RoundTracker, SegWindow, INFINITE_SSTHRESH};
+use super::segwin::{RoundTracker, SegWindow};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::{SimDuration, SimTime};
 
@@ -271,8 +271,7 @@ impl CongestionControl for Illinois {
             self.s = prior;
             self.s.base_rtt = cur.base_rtt;
             self.s.max_rtt = cur.max_rtt;
-            self.s.w.cwnd = cur.w.cwnd.max(prior.w.cwnd);
-            self.s.w.ssthresh = if prior.w.ssthresh == INFINITE_SSTHRESH { INFINITE_SSTHRESH } else { cur.w.ssthresh.max(prior.w.ssthresh) };
+            self.s.w.undo_from(&cur.w);
             self.s.recovering = false;
         }
     }

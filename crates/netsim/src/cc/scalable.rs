@@ -18,7 +18,7 @@
 //! moved to 100 per acknowledged segment in 2020, once stretch ACKs were counted
 //! exactly (Pengcheng Yang's Scalable stretch-ACK fix).
 
-use super::segwin::{SegWindow, INFINITE_SSTHRESH};
+use super::segwin::SegWindow;
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::SimTime;
 
@@ -145,8 +145,7 @@ impl CongestionControl for Scalable {
         if let Some(prior) = self.undo.take() {
             let cur = self.s.w;
             self.s = prior;
-            self.s.w.cwnd = cur.cwnd.max(prior.w.cwnd);
-            self.s.w.ssthresh = if prior.w.ssthresh == INFINITE_SSTHRESH { INFINITE_SSTHRESH } else { cur.ssthresh.max(prior.w.ssthresh) };
+            self.s.w.undo_from(&cur);
             self.s.recovering = false;
         }
     }

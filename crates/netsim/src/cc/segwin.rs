@@ -103,6 +103,16 @@ impl SegWindow {
         self.cnt = 0;
     }
 
+    /// Spurious-loss undo (Linux `tcp_undo_cwnd_reduction`): `self` is the window
+    /// saved before the reduction; keep the larger of it and the `current` window,
+    /// and the larger ssthresh unless the saved one was still "infinite".
+    pub(crate) fn undo_from(&mut self, current: &SegWindow) {
+        self.cwnd = current.cwnd.max(self.cwnd);
+        if self.ssthresh != INFINITE_SSTHRESH {
+            self.ssthresh = current.ssthresh.max(self.ssthresh);
+        }
+    }
+
     /// Idle restart, RFC 5681 §4.1: cwnd = min(cwnd, IW). Like Linux
     /// `tcp_cwnd_restart`, remember 3/4 of the old window in ssthresh
     /// (`tcp_current_ssthresh`) so slow start climbs back quickly.

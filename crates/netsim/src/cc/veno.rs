@@ -18,7 +18,7 @@
 //! Linux keeps N doubled (`V_PARAM_SHIFT` = 1) for integer precision; here it is
 //! f64. Slow start is Linux's (per acknowledged segment).
 
-use super::segwin::{SegWindow, INFINITE_SSTHRESH};
+use super::segwin::SegWindow;
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::{SimDuration, SimTime};
 
@@ -188,8 +188,7 @@ impl CongestionControl for Veno {
             let cur = self.s;
             self.s = prior;
             self.s.base_rtt = cur.base_rtt;
-            self.s.w.cwnd = cur.w.cwnd.max(prior.w.cwnd);
-            self.s.w.ssthresh = if prior.w.ssthresh == INFINITE_SSTHRESH { INFINITE_SSTHRESH } else { cur.w.ssthresh.max(prior.w.ssthresh) };
+            self.s.w.undo_from(&cur.w);
             self.s.recovering = false;
         }
     }

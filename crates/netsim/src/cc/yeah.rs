@@ -21,7 +21,7 @@
 //!
 //! Rounds come from [`RoundTracker`] (Linux: Vegas `beg_snd_nxt`).
 
-use super::segwin::{RoundTracker, SegWindow, INFINITE_SSTHRESH};
+use super::segwin::{RoundTracker, SegWindow};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::{SimDuration, SimTime};
 
@@ -248,8 +248,7 @@ impl CongestionControl for Yeah {
             let cur = self.s;
             self.s = prior;
             self.s.base_rtt = cur.base_rtt;
-            self.s.w.cwnd = cur.w.cwnd.max(prior.w.cwnd);
-            self.s.w.ssthresh = if prior.w.ssthresh == INFINITE_SSTHRESH { INFINITE_SSTHRESH } else { cur.w.ssthresh.max(prior.w.ssthresh) };
+            self.s.w.undo_from(&cur.w);
             self.s.recovering = false;
         }
     }

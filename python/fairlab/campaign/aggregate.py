@@ -14,7 +14,6 @@ values (Flows 1 and 2) in Table III".
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -221,10 +220,6 @@ def fmt_stat(s: RunStats | None, scale: float = 1.0, dp: int = 2) -> str:
     if s.std is None:
         return f"{s.mean / scale:.{dp}f}"
     return f"{s.mean / scale:.{dp}f} ± {s.std / scale:.{dp}f}"
-
-
-def finite(x: float | None) -> bool:
-    return x is not None and math.isfinite(x)
 
 
 __all__ = ["ConditionResult", "FlowResult", "aggregate", "campaign_of", "fmt_stat", "MAIN", "CALIBRATION", "SOLO"]

@@ -37,7 +37,7 @@ def compare(
         trace = run_scenario(model, seed=seed, backend=backend)
         trace.to_parquet(out_dir / f"{backend}.parquet")
         results[backend] = (trace, analyze(trace, window=window))
-    (sim_tr, sim), (live_tr, live) = results["sim"], results["live"]
+    (_, sim), (live_tr, live) = results["sim"], results["live"]
     if as_json:
         print(json.dumps({"scenario": str(scenario), "seed": seed, "sim": sim.to_dict(), "live": live.to_dict(), "live_meta": {k: live_tr.meta.get(k) for k in ("emulation", "kernel", "warnings")}}, indent=2, allow_nan=False, default=str))
         return

@@ -37,14 +37,6 @@ OPTIONAL = ("run", "cwnd_bytes", "srtt_s", "rttvar_s", "retransmits")
 NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
 
-def unit_factor(unit: str, source: str) -> float:
-    """bits/s per ``unit``; unit names are matched without regard to case."""
-    for name, factor in UNITS.items():
-        if unit.lower() == name.lower():
-            return factor
-    raise IngestError(source, f"has an unknown throughput unit {unit!r}", allowed=list(UNITS))
-
-
 def header_looks_like(first_line: str) -> bool:
     """True if a CSV header names a time, a flow and a throughput column."""
     names = [c.strip().strip('"').lower() for c in first_line.split(",")]

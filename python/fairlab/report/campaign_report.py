@@ -276,7 +276,6 @@ def fig_throughput_vs_axis(results, axis, outdir: Path) -> Path:
 def fig_example_run(store: Store, r: ConditionResult, outdir: Path, index: int) -> Path:
     """Throughput and J(t) over time for run 0 of a condition."""
     tr = store.load(r.runs[0])
-    model_window = tr.meta.get("task", {}).get("scenario", {}).get("window")
     summary = tr.meta.get("summary", {})
     win = summary.get("window")
     a = analyze(tr, window=tuple(win) if win else None)
@@ -305,7 +304,6 @@ def fig_example_run(store: Store, r: ConditionResult, outdir: Path, index: int) 
         ax2.set_xlabel("time (s)")
         ax2.legend(loc="lower right", fontsize=8)
         fig.tight_layout()
-        del model_window
         return _fig_files(fig, outdir, f"example_{index:03d}", svg=False)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -303,6 +303,3 @@ def _explain(exc: ValidationError, source: str) -> str:
     head = f"{source}: " + lines[0]
     return head if len(lines) == 1 else head + "\n" + "\n".join(f"{source}: {ln}" for ln in lines[1:])
 
-
-# Allowed literal for docs/type checkers.
-BufferKind = Literal["bdp", "packets", "bytes"]

@@ -104,7 +104,8 @@ fn fnv(s: &str) -> u64 {
 
 /// Determinism check (`bench -- hash`): runs three varied scenarios and prints a
 /// hash of every `RunOutput` (samples + totals), and one with `totals.events`
-/// zeroed (the events counter counts stale timer pops, an engine diagnostic).
+/// zeroed (the events counter is an engine diagnostic: it counts timer firings
+/// that found nothing due, which depend on how timers are kept).
 fn hash_runs() {
     let flow = |cca: &str, rtt: u64, ecn: bool, sack: bool, bytes: &str, stop: &str| {
         format!(

@@ -5,12 +5,14 @@
 //! Events are small `Copy` values naming *what* happens to *which* flow; the state
 //! they act on lives in the simulator, never in a boxed closure. Each per-flow FIFO
 //! (access link, forward propagation, reverse propagation) keeps at most one event
-//! in the heap (for its head packet), and each flow at most one live timer event,
-//! so the heap stays small (a few entries per flow) however many packets are in
-//! flight.
+//! in the heap (for its head packet), and each flow exactly one timer at most
+//! ([`TimerHeap`]), so the queue stays small (a few entries per flow) however many
+//! packets are in flight.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+
+use crate::timers::TimerHeap;
 
 /// What an event does. `u32` payloads are flow indices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,7 +26,7 @@ pub(crate) enum EvKind {
     /// The head of reverse (ACK) pipe `p` reaches its sender.
     AckArrive(u32),
     /// Flow `f`'s endpoint asked to be woken (RTO, delayed ACK, pacing, start,
-    /// stop). Lazily re-armed: stale timer events are recognised on pop.
+    /// stop). A flow has one timer; arming it again moves it.
     Timer(u32),
 }
 
@@ -53,10 +55,10 @@ impl PartialOrd for Event {
 
 /// Min-heap of events with a deterministic tie-break.
 ///
-/// Timer events live in a second heap: there is one per flow (a thousand in a
-/// 1,000-flow run) and they are rarely due, while packet events are few and hot.
-/// `pop` compares the two heads by `(time, seq)`, so the order is exactly that of
-/// a single heap.
+/// Timers live in their own structure, one per flow ([`TimerHeap`]): there are a
+/// thousand in a 1,000-flow run and they are rarely due, while packet events are
+/// few and hot. `pop` compares the two heads by `(time, seq)`, so the order is
+/// exactly that of a single queue.
 ///
 /// The earliest non-timer event is held outside the heap (`front`): a handler very
 /// often schedules the very next event (the next packet of a burst, the link's next
@@ -65,17 +67,17 @@ impl PartialOrd for Event {
 pub(crate) struct EventQueue {
     front: Option<Event>,
     heap: BinaryHeap<Event>,
-    timers: BinaryHeap<Event>,
+    timers: TimerHeap,
     next_seq: u64,
 }
 
 impl EventQueue {
-    /// An empty queue with room for `cap` events.
-    pub fn with_capacity(cap: usize) -> Self {
-        EventQueue { front: None, heap: BinaryHeap::with_capacity(cap), timers: BinaryHeap::with_capacity(cap), next_seq: 0 }
+    /// An empty queue with room for `cap` packet events and `flows` timers.
+    pub fn with_capacity(cap: usize, flows: usize) -> Self {
+        EventQueue { front: None, heap: BinaryHeap::with_capacity(cap), timers: TimerHeap::with_capacity(flows), next_seq: 0 }
     }
 
-    /// Schedule `kind` at `time` (ns).
+    /// Schedule `kind` at `time` (ns); for `Timer(f)` see [`EventQueue::push_timer`].
     #[inline(always)]
     pub fn push(&mut self, time: u64, kind: EvKind) {
         if let EvKind::Timer(f) = kind {
@@ -100,22 +102,19 @@ impl EventQueue {
         }
     }
 
-    /// Schedule flow `f`'s timer at `time` (ns): `push(time, EvKind::Timer(f))`.
+    /// Set flow `f`'s timer to `time` (ns), replacing any pending one: it pops as
+    /// `Timer(f)`, ordered by `time` and then by when it was set.
     #[inline]
     pub fn push_timer(&mut self, time: u64, f: u32) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.timers.push(Event { time, seq, kind: EvKind::Timer(f) });
+        self.timers.set(time, seq, f);
     }
 
-    /// The flow of the earliest pending timer event, if any (possibly a stale
-    /// one): a hint for prefetching.
+    /// The flow of the earliest pending timer, if any: a hint for prefetching.
     #[inline]
     pub fn next_timer_flow(&self) -> Option<u32> {
-        match self.timers.peek() {
-            Some(Event { kind: EvKind::Timer(f), .. }) => Some(*f),
-            _ => None,
-        }
+        self.timers.peek().map(|t| t.flow)
     }
 
     /// The earliest event, removed.
@@ -126,14 +125,18 @@ impl EventQueue {
             None => self.heap.peek().copied(),
         };
         match (main, self.timers.peek()) {
-            // `Event`'s order is reversed: the earlier event compares greater.
-            (Some(a), Some(b)) if *b > a => self.timers.pop(),
+            (Some(a), Some(t)) if (t.time, t.seq) < (a.time, a.seq) => self.pop_timer(),
             (Some(_), _) => match self.front.take() {
                 Some(f) => Some(f),
                 None => self.heap.pop(),
             },
-            (None, _) => self.timers.pop(),
+            (None, _) => self.pop_timer(),
         }
+    }
+
+    #[inline]
+    fn pop_timer(&mut self) -> Option<Event> {
+        self.timers.pop().map(|t| Event { time: t.time, seq: t.seq, kind: EvKind::Timer(t.flow) })
     }
 
     /// Events scheduled.
@@ -149,7 +152,7 @@ mod tests {
 
     #[test]
     fn pops_in_time_order() {
-        let mut q = EventQueue::with_capacity(4);
+        let mut q = EventQueue::with_capacity(4, 4);
         q.push(30, EvKind::LinkDone);
         q.push(10, EvKind::Timer(1));
         q.push(20, EvKind::Timer(2));
@@ -157,29 +160,54 @@ mod tests {
         assert_eq!(t, vec![10, 20, 30]);
     }
 
+    /// The reference model of the queue: every scheduled `(time, seq)`, where a
+    /// flow's new timer replaces its pending one.
+    #[derive(Default)]
+    struct Reference {
+        pending: Vec<(u64, u64, Option<u32>)>,
+        seq: u64,
+    }
+
+    impl Reference {
+        fn push(&mut self, t: u64, timer_of: Option<u32>) {
+            if let Some(f) = timer_of {
+                self.pending.retain(|e| e.2 != Some(f));
+            }
+            self.pending.push((t, self.seq, timer_of));
+            self.seq += 1;
+        }
+        fn pop(&mut self) -> Option<(u64, u64)> {
+            let i = (0..self.pending.len()).min_by_key(|&i| (self.pending[i].0, self.pending[i].1))?;
+            let (t, s, _) = self.pending.swap_remove(i);
+            Some((t, s))
+        }
+    }
+
     #[test]
     fn interleaved_pushes_and_pops_match_a_sorted_order() {
         // Exercise the `front` slot against a reference: every pop must return the
         // smallest (time, seq) scheduled so far.
-        let mut q = EventQueue::with_capacity(4);
-        let mut reference: Vec<(u64, u64)> = Vec::new();
+        let mut q = EventQueue::with_capacity(4, 4);
+        let mut reference = Reference::default();
         let mut x: u64 = 12345;
         let mut now = 0u64;
-        let mut seq = 0u64;
         for step in 0..2000 {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let n = (x >> 60) % 3;
             for k in 0..n {
                 let t = now + ((x >> (8 * k + 8)) & 0xff) % 50;
-                let kind = if (x >> 40) % 4 == 0 { EvKind::Timer(step) } else { EvKind::LinkDone };
-                q.push(t, kind);
-                reference.push((t, seq));
-                seq += 1;
+                let flow = step % 7;
+                if (x >> 40) % 4 == 0 {
+                    q.push(t, EvKind::Timer(flow));
+                    reference.push(t, Some(flow));
+                } else {
+                    q.push(t, EvKind::LinkDone);
+                    reference.push(t, None);
+                }
             }
-            if let Some(e) = q.pop() {
-                reference.sort();
-                let want = reference.remove(0);
-                assert_eq!((e.time, e.seq), want);
+            let e = q.pop();
+            assert_eq!(e.map(|e| (e.time, e.seq)), reference.pop());
+            if let Some(e) = e {
                 now = e.time;
             }
         }
@@ -187,12 +215,11 @@ mod tests {
 
     #[test]
     fn many_timers_pop_in_time_then_sequence_order() {
-        // Mostly timers (their own heap) against a sorted reference, with many ties.
-        let mut q = EventQueue::with_capacity(4);
-        let mut reference: Vec<(u64, u64)> = Vec::new();
+        // Mostly timers (re-armed often) against the reference, with many ties.
+        let mut q = EventQueue::with_capacity(4, 4);
+        let mut reference = Reference::default();
         let mut x: u64 = 987654321;
         let mut now = 0u64;
-        let mut seq = 0u64;
         for step in 0..20000u32 {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let n = if step < 3000 { 2 } else { (x >> 61) % 3 };
@@ -200,29 +227,28 @@ mod tests {
                 let t = now + ((x >> (8 * k + 8)) & 0x3f);
                 if (x >> 50) % 8 == 0 {
                     q.push(t, EvKind::LinkDone);
+                    reference.push(t, None);
                 } else {
-                    q.push_timer(t, step);
+                    let flow = ((x >> (8 * k + 20)) % 1000) as u32;
+                    q.push_timer(t, flow);
+                    reference.push(t, Some(flow));
                 }
-                reference.push((t, seq));
-                seq += 1;
             }
             if let Some(e) = q.pop() {
-                let i = (0..reference.len()).min_by_key(|&i| reference[i]).unwrap();
-                assert_eq!((e.time, e.seq), reference.swap_remove(i));
+                assert_eq!(Some((e.time, e.seq)), reference.pop());
                 now = e.time;
             }
         }
         while let Some(e) = q.pop() {
-            let i = (0..reference.len()).min_by_key(|&i| reference[i]).unwrap();
-            assert_eq!((e.time, e.seq), reference.swap_remove(i));
+            assert_eq!(Some((e.time, e.seq)), reference.pop());
         }
-        assert!(reference.is_empty());
+        assert_eq!(reference.pop(), None);
     }
 
     #[test]
     fn same_time_events_pop_in_scheduling_order() {
         // STYLE.md §3: ties resolve by insertion sequence, never arbitrarily.
-        let mut q = EventQueue::with_capacity(8);
+        let mut q = EventQueue::with_capacity(8, 8);
         for f in 0..5 {
             q.push(7, EvKind::Timer(f));
         }

@@ -26,6 +26,7 @@ mod rtt;
 mod sim;
 pub mod spec;
 mod tcp;
+mod timers;
 
 pub use error::SimError;
 pub use netunits::{Bandwidth, SimDuration, SimRng, SimTime};

@@ -18,10 +18,10 @@
 //! forward and one reverse propagation "pipe" per distinct one-way delay, shared by
 //! all flows with that delay (arrivals leave the bottleneck, and ACKs leave the
 //! receivers, in time order, so a constant delay keeps them in order). Each flow
-//! keeps at most one live timer event
-//! (lazily re-armed: the endpoint reports its next wake-up and a timer event that
-//! no longer matches is skipped on pop). The heap therefore holds a few entries per
-//! flow and no packet is ever heap-allocated on its own.
+//! has at most one timer (the endpoint reports its next wake-up; a wake-up earlier
+//! than the armed one moves the timer, a later one waits until the timer fires and
+//! finds nothing due). The queue therefore holds a few entries per flow and no
+//! packet is ever heap-allocated on its own.
 //!
 //! Random streams (STYLE.md §9): the queue discipline draws from
 //! `rng_stream(seed, 0)`, random loss from `rng_stream(seed, 1)`, and flow `i`'s
@@ -30,6 +30,7 @@
 use std::collections::VecDeque;
 
 use aqm::{Accounted, Limit, MarkReason, Qdisc, QdiscContext};
+use netunits::prefetch::prefetch;
 use netunits::{rng_stream, Bandwidth, SimDuration, SimRng, SimTime};
 use rand::Rng;
 
@@ -91,29 +92,28 @@ impl Endpoint {
             Endpoint::Dccp(d) => d.next_wakeup(),
         }
     }
-    /// Start loading the sender state the next ACK of this flow will read (the
-    /// value is discarded; see `TcpSender::warm`).
+    /// Prefetch stage 1 for a coming ACK: the sender's own lines.
     #[inline]
-    fn warm_sender(&self) -> u64 {
+    fn prefetch_sender(&self) {
         match self {
-            Endpoint::Tcp(t) => t.snd.warm(),
-            Endpoint::Dccp(_) => 0,
+            Endpoint::Tcp(t) => t.snd.prefetch_state(),
+            Endpoint::Dccp(d) => prefetch(&d.snd),
         }
     }
-    /// Start loading the state a timer event reads (`on_timer`, `next_wakeup`).
+    /// Prefetch stage 2 for a coming ACK (the sender is in cache by now): what the
+    /// sender points to.
     #[inline]
-    fn warm_timer(&self) -> u64 {
-        match self {
-            Endpoint::Tcp(t) => t.rcv.delack_deadline.as_nanos() ^ t.snd.next_wakeup().as_nanos(),
-            Endpoint::Dccp(d) => d.next_wakeup().as_nanos(),
+    fn prefetch_sender_heap(&self) {
+        if let Endpoint::Tcp(t) = self {
+            t.snd.prefetch_heap();
         }
     }
-    /// Start loading the receiver state the next data arrival will read.
+    /// Prefetch the receiver state a coming data arrival reads.
     #[inline]
-    fn warm_receiver(&self) -> u64 {
+    fn prefetch_receiver(&self) {
         match self {
-            Endpoint::Tcp(t) => t.rcv.warm(),
-            Endpoint::Dccp(_) => 0,
+            Endpoint::Tcp(t) => t.rcv.prefetch(),
+            Endpoint::Dccp(d) => prefetch(&d.rcv),
         }
     }
     /// The receiver's own wake-up (delayed ACK); the only deadline a data arrival
@@ -262,13 +262,13 @@ struct Sim {
     flows: Vec<FlowSlot>,
     eps: Vec<EpSlot>,
     links: Vec<AccessLink>,
-    /// Per flow: the time of its live timer event (`u64::MAX`: none). Dense, so
-    /// recognising a stale timer event touches no cold per-flow state.
+    /// Per flow: the time its timer is armed for (`u64::MAX`: none). Dense, so
+    /// deciding whether a new wake-up moves the timer touches no cold state.
     timer_armed: Vec<u64>,
     acct: Vec<Acct>,
     access_rate: Bandwidth,
     host_jitter: u64,
-    /// Prefetch the next events' per-flow state (`warm_*`): only worth its loads
+    /// Prefetch the next events' per-flow state (`prefetch_*`): only worth it
     /// when the flows' state does not stay in cache anyway.
     prefetch: bool,
     fwd: Vec<FwdPipe>,
@@ -340,7 +340,7 @@ impl Sim {
         let mut timer_armed = Vec::with_capacity(spec.flows.len());
         let (mut fwd_delays, mut rev_delays) = (Vec::new(), Vec::new());
         let mut acct = Vec::with_capacity(spec.flows.len());
-        let mut q = EventQueue::with_capacity(spec.flows.len() * 4 + 16);
+        let mut q = EventQueue::with_capacity(spec.flows.len() * 4 + 16, spec.flows.len());
         for (i, f) in spec.flows.iter().enumerate() {
             let mut rng = rng_stream(spec.seed, FLOW_STREAM_BASE + i as u64);
             let jitter = if spec.start_jitter_ns > 0 { rng.random_range(0..=spec.start_jitter_ns) } else { 0 };
@@ -506,8 +506,11 @@ impl Sim {
     fn on_access_out(&mut self, f: usize) {
         let link = &mut self.links[f];
         let (_, pkt) = link.q.pop_front().expect("an AccessOut event has a head packet");
-        if let Some(&(t, _)) = link.q.front() {
-            self.q.push(t, EvKind::AccessOut(f as u32));
+        match link.q.front() {
+            Some(&(t, _)) => self.q.push(t, EvKind::AccessOut(f as u32)),
+            // Rewind the empty ring to its first slot, so a flow's bursts reuse the
+            // same cache line instead of sweeping the whole allocation.
+            None => link.q.clear(),
         }
         self.bottleneck_arrive(pkt);
     }
@@ -581,13 +584,17 @@ impl Sim {
         let now = self.now();
         let pipe = &mut self.fwd[pi];
         let (_, p) = pipe.q.pop_front().expect("a RecvArrive event has a head packet");
-        if let Some(&(t, ref next)) = pipe.q.front() {
+        if let Some(&(t, _)) = pipe.q.front() {
             self.q.push(t, EvKind::RecvArrive(pi as u32));
-            // Software prefetch (safe code: a discarded load): the next arrival's
-            // receiver and accounting entry are cold in a many-flow run.
-            if self.prefetch {
-                let g = next.meta.flow as usize;
-                std::hint::black_box(self.eps[g].warm_receiver() ^ self.acct[g].rev_pipe as u64);
+        }
+        // Prefetch (a hint) the receiver and accounting entry of the arrival two
+        // ahead: in a many-flow run they are cold, and two events give the loads
+        // time to land.
+        if self.prefetch {
+            if let Some((_, ahead)) = self.fwd[pi].q.get(1) {
+                let g = ahead.meta.flow as usize;
+                self.eps[g].prefetch_receiver();
+                prefetch(&self.acct[g]);
             }
         }
         let f = p.meta.flow as usize;
@@ -620,13 +627,23 @@ impl Sim {
         let now = self.now();
         let pipe = &mut self.rev[pi];
         let (_, f, ack) = pipe.q.pop_front().expect("an AckArrive event has a head ACK");
-        if let Some(&(t, g, _)) = pipe.q.front() {
+        let next = pipe.q.front().map(|&(t, g, _)| (t, g as usize));
+        let ahead = pipe.q.get(1).map(|&(_, g, _)| g as usize);
+        if let Some((t, _)) = next {
             self.q.push(t, EvKind::AckArrive(pi as u32));
-            // Software prefetch, as in `on_recv_arrive`: the next ACK's sender and
-            // access link.
-            if self.prefetch {
-                let g = g as usize;
-                std::hint::black_box(self.eps[g].warm_sender() ^ self.links[g].free ^ self.timer_armed[g]);
+        }
+        // Prefetch (hints) in two stages, because the sender's heap parts can only
+        // be located once the sender itself is in cache: the ACK two ahead gets its
+        // sender, access link and timer slot, the next ACK (stage 1 one event ago)
+        // its scoreboard and controller.
+        if self.prefetch {
+            if let Some(g) = ahead {
+                self.eps[g].prefetch_sender();
+                prefetch(&self.links[g]);
+                prefetch(&self.timer_armed[g]);
+            }
+            if let Some((_, g)) = next {
+                self.eps[g].prefetch_sender_heap();
             }
         }
         let f = f as usize;
@@ -643,14 +660,13 @@ impl Sim {
     }
 
     fn on_timer(&mut self, f: usize) {
-        if self.timer_armed[f] != self.now {
-            return; // stale: a later (or earlier, already handled) wake-up replaced it
-        }
+        // A flow's timer is moved, never duplicated, so every timer event is live.
+        debug_assert_eq!(self.timer_armed[f], self.now);
         self.timer_armed[f] = u64::MAX;
-        // Software prefetch (a discarded load) of the next timer's flow: timer
-        // events visit the flows in no particular order, so their state is cold.
+        // Prefetch (a hint) the next timer's flow: timer events visit the flows in
+        // no particular order, so their state is cold.
         if let (true, Some(g)) = (self.prefetch, self.q.next_timer_flow()) {
-            std::hint::black_box(self.eps[g as usize].warm_timer());
+            prefetch(&self.eps[g as usize]);
         }
         let now = self.now();
         let ack = self.eps[f].on_timer(now, &mut self.out);
@@ -661,7 +677,7 @@ impl Sim {
         self.rearm(f);
     }
 
-    /// Make sure a timer event exists at or before the endpoint's next wake-up
+    /// Make sure the flow's timer is set at or before the endpoint's next wake-up
     /// (`timer_armed` ≤ every deadline of the flow after each handler).
     #[inline]
     fn rearm(&mut self, f: usize) {

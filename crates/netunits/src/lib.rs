@@ -12,6 +12,8 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod prefetch;
+
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
 

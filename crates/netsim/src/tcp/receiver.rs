@@ -77,11 +77,10 @@ impl TcpReceiver {
         }
     }
 
-    /// Read the fields `on_data` reads first and return a value to discard (see
-    /// `TcpSender::warm`).
+    /// Prefetch this receiver's state (a hint for an arrival a few events ahead).
     #[inline]
-    pub(crate) fn warm(&self) -> u64 {
-        self.rcv_nxt ^ self.delack_deadline.as_nanos() ^ self.app_bytes ^ self.ooo.len() as u64 ^ self.total_segs
+    pub(crate) fn prefetch(&self) {
+        netunits::prefetch::prefetch(self);
     }
 
     /// Payload bytes of segments `[a, b)`.

@@ -22,6 +22,7 @@
 use std::collections::VecDeque;
 
 use aqm::PacketMeta;
+use netunits::prefetch::prefetch;
 use netunits::{Bandwidth, SimDuration, SimTime};
 
 use crate::cc::{AckSample, CongestionControl, CongestionEvent, CongestionSignal, RateSample};
@@ -214,27 +215,26 @@ impl TcpSender {
         self.cc.cwnd()
     }
 
-    /// Read the fields `on_ack` reads first (spread over the struct's cache lines)
-    /// and the scoreboard's head, and return a value to discard: called for the
-    /// NEXT ACK in a pipe so the loads overlap with the current event's work. Pure
-    /// read; no effect on the simulation.
+    /// Prefetch, stage 1: this sender's own cache lines. Called for an ACK a few
+    /// events ahead (see `Sim::on_ack_arrive`); a hint, no effect on results.
     #[inline]
-    pub(crate) fn warm(&self) -> u64 {
-        let head = self.segs.front().map_or(0, |s| s.flags as u64);
-        (self.cfg.total_segs ^ self.cfg.mss as u64)
-            ^ self.snd_una
-            ^ self.snd_nxt
-            ^ self.sacked_out
-            ^ self.lost_out
-            ^ self.lost_pending
-            ^ self.rto_deadline.as_nanos()
-            ^ self.pace_wake.as_nanos()
-            ^ self.delivered
-            ^ self.app_limited_until
-            ^ self.rtt.srtt().as_nanos()
-            ^ self.recovery_point
-            ^ self.sack_ranges.len() as u64
-            ^ head
+    pub(crate) fn prefetch_state(&self) {
+        prefetch(self);
+    }
+
+    /// Prefetch, stage 2: what this sender points to — the scoreboard's head and
+    /// tail, the controller, the SACK ranges. Reads the pointers, so it is called
+    /// one event after stage 1, when `self` is already in cache.
+    #[inline]
+    pub(crate) fn prefetch_heap(&self) {
+        if let (Some(head), Some(tail)) = (self.segs.front(), self.segs.back()) {
+            prefetch(head);
+            prefetch(tail);
+        }
+        prefetch(&*self.cc);
+        if let Some(r) = self.sack_ranges.front() {
+            prefetch(r);
+        }
     }
 
     /// The sender's wake-up time: start, RTO or pacing.

@@ -19,7 +19,7 @@ from .render import print_analysis
 
 
 def run(
-    scenario: Path = typer.Argument(..., help="scenario TOML file (a [sweep] or runs > 1 makes it a campaign)"),
+    scenario: Path = typer.Argument(..., help="scenario TOML file (a \\[sweep] table or runs > 1 makes it a campaign)"),
     seed: Optional[int] = typer.Option(None, "--seed", help="override the scenario's base seed"),
     out: Optional[Path] = typer.Option(None, "--out", help="output directory (default out/<scenario name>)"),
     backend: str = typer.Option("sim", "--backend", help="sim (packet-level simulator) or live (network namespaces, root)"),

@@ -52,8 +52,15 @@ impl CodelConfig {
 
     /// Read the scenario's parameters on top of [`CodelConfig::defaults`].
     pub fn from_params(r: &mut ParamReader<'_>, ctx: &QdiscContext) -> Result<Self, ConfigError> {
-        let d = Self::defaults(ctx);
-        let cfg = CodelConfig {
+        let cfg = Self::read_over(r, Self::defaults(ctx))?;
+        cfg.validate_as(r.qdisc())?;
+        Ok(cfg)
+    }
+
+    /// Read `target`, `interval` and `ecn` over `d` (unvalidated): shared with
+    /// FQ-CoDel, whose queues run this CoDel with other defaults.
+    pub(crate) fn read_over(r: &mut ParamReader<'_>, d: CodelConfig) -> Result<Self, ConfigError> {
+        Ok(CodelConfig {
             limit: d.limit,
             target: r.duration("target", d.target, SimDuration::from_micros(1), SimDuration::from_secs(10), "nanoseconds, 1 us to 10 s")?,
             interval: r.duration(
@@ -64,9 +71,12 @@ impl CodelConfig {
                 "nanoseconds, 1 us to 100 s, and more than target",
             )?,
             ecn: r.bool("ecn", d.ecn)?,
-        };
-        cfg.validate_as(r.qdisc())?;
-        Ok(cfg)
+        })
+    }
+
+    /// The parameters one CoDel state machine runs with.
+    pub(crate) fn params(&self) -> CodelParams {
+        CodelParams { target: self.target, interval: self.interval, ecn: self.ecn }
     }
 
     /// Check ranges, naming `qdisc` in errors.
@@ -241,7 +251,7 @@ impl<P: Packet> Codel<P> {
     }
 
     fn params(&self) -> CodelParams {
-        CodelParams { target: self.cfg.target, interval: self.cfg.interval, ecn: self.cfg.ecn }
+        self.cfg.params()
     }
 }
 

@@ -28,59 +28,39 @@ use std::collections::VecDeque;
 
 use rand::RngCore;
 
-use crate::codel::{CodelParams, CodelVars};
+use crate::codel::{CodelConfig, CodelParams, CodelVars};
 use crate::{
-    unbounded_fifo, ConfigError, DropReason, DropTail, DropTailConfig, Limit, MarkReason, Packet, ParamReader, Qdisc,
-    QdiscContext, SimDuration, SimRng, SimTime, Stamped, Verdict,
+    unbounded_fifo, ConfigError, DropReason, DropTail, Limit, MarkReason, Packet, ParamReader, Qdisc, QdiscContext, SimRng,
+    SimTime, Stamped, Verdict,
 };
 
 /// FQ-CoDel configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FqCodelConfig {
-    /// Total buffer over all queues: the scenario's buffer (Linux's default would be
-    /// 10240 packets).
-    pub limit: Limit,
+    /// The CoDel every queue runs, with the total buffer over all queues as its
+    /// limit (the scenario's buffer; Linux's default would be 10240 packets).
+    /// Target 5 ms and interval 100 ms as CoDel (RFC 8290 §5.1); ECN marking on
+    /// by default, unlike CoDel's (RFC 8290 §5.2).
+    pub codel: CodelConfig,
     /// Number of flow queues. Default 1024 (RFC 8290 §5.1, Linux).
     pub flows: u32,
     /// DRR quantum in bytes. Default 1514, an Ethernet MTU plus header (RFC 8290 §5.1).
     pub quantum: u32,
-    /// CoDel target per queue. Default 5 ms (RFC 8290 §5.1, from RFC 8289).
-    pub target: SimDuration,
-    /// CoDel interval per queue. Default 100 ms (RFC 8290 §5.1).
-    pub interval: SimDuration,
-    /// Mark ECN-capable packets instead of dropping. Default on (RFC 8290 §5.2).
-    pub ecn: bool,
 }
 
 impl FqCodelConfig {
     /// RFC 8290's defaults with the scenario's buffer.
     pub fn defaults(ctx: &QdiscContext) -> Self {
-        FqCodelConfig {
-            limit: ctx.limit,
-            flows: 1024,
-            quantum: 1514,
-            target: SimDuration::from_millis(5),
-            interval: SimDuration::from_millis(100),
-            ecn: true,
-        }
+        FqCodelConfig { codel: CodelConfig { ecn: true, ..CodelConfig::defaults(ctx) }, flows: 1024, quantum: 1514 }
     }
 
     /// Read the scenario's parameters on top of [`FqCodelConfig::defaults`].
     pub fn from_params(r: &mut ParamReader<'_>, ctx: &QdiscContext) -> Result<Self, ConfigError> {
         let d = Self::defaults(ctx);
         let cfg = FqCodelConfig {
-            limit: d.limit,
             flows: r.u64("flows", u64::from(d.flows), 1, 65_536, "queues, 1 to 65536")? as u32,
             quantum: r.u64("quantum", u64::from(d.quantum), 64, 1 << 20, "bytes, 64 to 1 MiB")? as u32,
-            target: r.duration("target", d.target, SimDuration::from_micros(1), SimDuration::from_secs(10), "nanoseconds, 1 us to 10 s")?,
-            interval: r.duration(
-                "interval",
-                d.interval,
-                SimDuration::from_micros(1),
-                SimDuration::from_secs(100),
-                "nanoseconds, 1 us to 100 s, and more than target",
-            )?,
-            ecn: r.bool("ecn", d.ecn)?,
+            codel: CodelConfig::read_over(r, d.codel)?,
         };
         cfg.validate_as(r.qdisc())?;
         Ok(cfg)
@@ -95,13 +75,7 @@ impl FqCodelConfig {
         if self.quantum < 64 {
             return err("quantum", self.quantum.to_string(), "bytes, 64 to 1 MiB");
         }
-        if self.target.as_nanos() == 0 {
-            return err("target", "0".into(), "nanoseconds, 1 us to 10 s");
-        }
-        if self.interval <= self.target {
-            return err("interval", self.interval.as_nanos().to_string(), "nanoseconds, 1 us to 100 s, and more than target");
-        }
-        DropTailConfig { limit: self.limit }.validate().map_err(|e| ConfigError { qdisc, ..e })
+        self.codel.validate_as(qdisc)
     }
 }
 
@@ -168,14 +142,14 @@ impl<P: Packet> FqCodel<P> {
     }
 
     fn over_limit(&self) -> bool {
-        match self.cfg.limit {
+        match self.cfg.codel.limit {
             Limit::Packets(n) => self.packets as u64 > n,
             Limit::Bytes(n) => self.bytes > n,
         }
     }
 
     fn params(&self) -> CodelParams {
-        CodelParams { target: self.cfg.target, interval: self.cfg.interval, ecn: self.cfg.ecn }
+        self.cfg.codel.params()
     }
 }
 
@@ -284,7 +258,8 @@ mod tests {
     use super::*;
     use crate::red::tests::ctx;
     use crate::testing::{cbr, run_link, TestPacket};
-    use crate::{Codel, CodelConfig};
+    use crate::Codel;
+    use netunits::SimDuration;
 
     fn fq(limit: u64) -> FqCodel<TestPacket> {
         FqCodel::new(FqCodelConfig::defaults(&ctx(Limit::Packets(limit)))).unwrap()

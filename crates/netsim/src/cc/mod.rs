@@ -139,6 +139,9 @@ pub trait CongestionControl: std::fmt::Debug {
     fn on_packet_sent(&mut self, _now: SimTime, _bytes: u64, _in_flight: u64) {}
 
     /// Pacing rate, if this controller paces (BBR). `None` = send as cwnd allows.
+    /// The TCP sender charges each packet's wire size (payload +
+    /// `packet::HEADER_BYTES`) against this rate; a controller whose model is in
+    /// payload bytes (Linux paces `skb->len`, the payload) scales it up.
     fn pacing_rate(&self) -> Option<Bandwidth> {
         None
     }
@@ -406,7 +409,7 @@ pub static REGISTRY: &[CcEntry] = &[
     },
     CcEntry {
         name: "bbr",
-        summary: "BBR v1 (Cardwell et al. 2016; draft-cardwell-iccrg-bbr-congestion-control-00; Linux tcp_bbr.c without lt_bw/ack-aggregation)",
+        summary: "BBR v1 (Cardwell et al. 2016; draft-cardwell-iccrg-bbr-congestion-control-00; Linux 6.18 tcp_bbr.c incl. lt_bw policer detection and ACK-aggregation allowance)",
         params: bbr::BbrConfig::PARAMS,
         build: bbr::Bbr::build,
     },

@@ -43,12 +43,25 @@ pub struct BbrConfig {
     /// Rounds without that growth before the pipe is deemed full, 3 (draft-00,
     /// same section; Linux `bbr_full_bw_cnt`).
     pub full_bw_rounds: u32,
-    /// PROBE_BW phase index entered from DRAIN or PROBE_RTT. Linux draws it at
-    /// random from {0, 2, 3, …, 7} (`bbr_reset_probe_bw_mode`, never the 0.75
-    /// phase); fairlab controllers own no RNG (STYLE.md §9), so the scenario picks
-    /// it. Default 2, the first cruise phase. Give competing BBR flows different
-    /// values to desynchronise their probing.
-    pub cycle_start: usize,
+    /// PROBE_BW phase index entered from DRAIN, PROBE_RTT or the end of a
+    /// long-term (policed) interval. `None` (the default) draws it as Linux does
+    /// in `bbr_reset_probe_bw_mode`: uniformly from {0, 2, 3, …, 7}, never the
+    /// 0.75 phase (`CYCLE_LEN - 1 - prandom_u32_max(bbr_cycle_rand)`, then one
+    /// advance). fairlab controllers own no RNG, so the draw is a hash of the
+    /// controller's own inputs at that moment (ACK time, bytes delivered, entry
+    /// count; `probe_bw.rs`): deterministic for a seed, and different for flows
+    /// whose ACK histories differ, which is what desynchronises their probing.
+    /// `Some(i)` pins every entry to phase `i` (0 or 2..=7).
+    pub cycle_start: Option<usize>,
+    /// Bytes the sender charges per packet on top of the MSS when it paces
+    /// (netsim's TCP sender paces the wire size, payload + `packet::HEADER_BYTES`
+    /// = 52). Linux paces the payload: `tcp_update_skb_after_send` charges
+    /// `skb->len` of the header-less write-queue skb against `sk_pacing_rate`,
+    /// which `bbr_rate_bytes_per_sec` computes from packets × MSS. So the rate
+    /// handed to the sender is scaled by (MSS + this) / MSS (`pacing.rs`). Not
+    /// a scenario parameter: it describes the sender, not BBR. Test harnesses
+    /// that pace payload only set it to 0.
+    pub pacing_overhead_bytes: u64,
 }
 
 impl Default for BbrConfig {
@@ -63,14 +76,15 @@ impl Default for BbrConfig {
             pacing_margin_percent: 1,
             full_bw_growth: 1.25,
             full_bw_rounds: 3,
-            cycle_start: 2,
+            cycle_start: None,
+            pacing_overhead_bytes: crate::packet::HEADER_BYTES as u64,
         }
     }
 }
 
 impl BbrConfig {
     /// Parameter line for `fairlab list ccas`.
-    pub const PARAMS: &'static str = "cycle_start = 2 (0 or 2..7), high_gain = 2.885, cwnd_gain = 2, \
+    pub const PARAMS: &'static str = "cycle_start = \"random\" (or 0, 2..7), high_gain = 2.885, cwnd_gain = 2, \
 bw_window_rounds = 10, min_rtt_window_ms = 10000, probe_rtt_ms = 200, min_cwnd = 4, \
 pacing_margin_percent = 1, full_bw_growth = 1.25, full_bw_rounds = 3";
 
@@ -78,15 +92,17 @@ pacing_margin_percent = 1, full_bw_growth = 1.25, full_bw_rounds = 3";
     pub fn from_params(p: &Params) -> Result<Self, CcError> {
         let d = BbrConfig::default();
         let mut r = ParamReader::new("bbr", p);
-        let cycle_start = r.u64("cycle_start", d.cycle_start as u64, 0, 7, "an integer 0 or 2..=7 (PROBE_BW phase; 1 is the 0.75 drain phase, which Linux never starts in)")?;
-        if cycle_start == 1 {
-            return Err(CcError::BadParam {
-                cca: "bbr",
-                param: "cycle_start",
-                value: "1".into(),
-                allowed: "an integer 0 or 2..=7 (PROBE_BW phase; 1 is the 0.75 drain phase, which Linux never starts in)",
-            });
-        }
+        const CYCLE_ALLOWED: &str = "\"random\" (Linux's draw) or an integer 0 or 2..=7 (PROBE_BW phase; 1 is the 0.75 drain phase, which Linux never starts in)";
+        let cycle_start = if p.get("cycle_start").is_some_and(|v| v.is_string()) {
+            r.choice("cycle_start", "random", &["random"], CYCLE_ALLOWED)?;
+            None
+        } else {
+            let c = r.u64("cycle_start", 0, 0, 7, CYCLE_ALLOWED)?;
+            if c == 1 {
+                return Err(CcError::BadParam { cca: "bbr", param: "cycle_start", value: "1".into(), allowed: CYCLE_ALLOWED });
+            }
+            p.get("cycle_start").map(|_| c as usize)
+        };
         let high_gain = r.f64("high_gain", d.high_gain, 1.5, 4.0, "a number in [1.5, 4] (default 2/ln 2 = 2.885)")?;
         let cwnd_gain = r.f64("cwnd_gain", d.cwnd_gain, 1.0, 4.0, "a number in [1, 4] (default 2)")?;
         let bw_window_rounds = r.u64("bw_window_rounds", d.bw_window_rounds, 2, 100, "an integer in [2, 100] rounds (default 10)")?;
@@ -107,7 +123,8 @@ pacing_margin_percent = 1, full_bw_growth = 1.25, full_bw_rounds = 3";
             pacing_margin_percent: margin,
             full_bw_growth: growth,
             full_bw_rounds: rounds as u32,
-            cycle_start: cycle_start as usize,
+            cycle_start,
+            pacing_overhead_bytes: d.pacing_overhead_bytes,
         })
     }
 

@@ -1,8 +1,9 @@
-//! The congestion window: gain · BDP plus a quantization allowance, reached by
-//! slow-starting toward it; packet conservation in the first round of recovery
-//! (draft-00 "Congestion window", "Modulating cwnd in loss recovery"; Linux
-//! `bbr_set_cwnd`, `bbr_set_cwnd_to_recover_or_restore`, `bbr_save_cwnd`,
-//! `bbr_quantization_budget`).
+//! The congestion window: gain · BDP plus the ACK-aggregation and quantization
+//! allowances, reached by slow-starting toward it; per-ACK loss deduction and
+//! packet conservation in the first round of recovery (draft-00 "Congestion
+//! window", "Modulating cwnd in loss recovery"; Linux `bbr_set_cwnd`,
+//! `bbr_set_cwnd_to_recover_or_restore`, `bbr_save_cwnd`, `bbr_inflight`,
+//! `bbr_quantization_budget`, `bbr_tso_segs_goal`).
 
 use super::{Bbr, CaState, Mode};
 use crate::cc::AckSample;
@@ -11,19 +12,26 @@ use netunits::Bandwidth;
 /// Pacing rate below which Linux sends one-segment bursts, above it two
 /// (`bbr_min_tso_rate`, 1.2 Mbit/s, used by `bbr_min_tso_segs`).
 const MIN_TSO_RATE: u64 = 1_200_000;
+/// Linux sizes a send burst to ~1 ms of the pacing rate: `sk_pacing_rate >>
+/// sk_pacing_shift`, shift 10 by default (`tcp_tso_autosize`).
+const PACING_SHIFT: u32 = 10;
+/// ... but at most a 64 KB GSO packet less its headers: `GSO_MAX_SIZE − 1 −
+/// MAX_TCP_HEADER` (MAX_TCP_HEADER is 320 on a typical x86-64 build).
+const MAX_BURST_BYTES: u64 = 65_536 - 1 - 320;
+/// ... and at most 127 segments (`bbr_tso_segs_goal`'s `0x7F`).
+const MAX_BURST_SEGS: u64 = 0x7F;
 
 impl Bbr {
-    /// Send quantum in packets. Linux's `bbr_tso_segs_goal` sizes TSO bursts to
-    /// ~1 ms of data, but never below `bbr_min_tso_segs` (1 packet below
-    /// 1.2 Mbit/s, else 2). fairlab's sender emits single-MSS packets — there is
-    /// no TSO/GSO engine to feed — so we keep only that floor: the part of the
-    /// allowance that covers delayed-ACK pairs, which fairlab's receiver has.
-    fn quantum(&self) -> u64 {
-        if self.pacing_rate.as_bps() < MIN_TSO_RATE {
-            1
-        } else {
-            2
-        }
+    /// Linux `bbr_tso_segs_goal`: the send quantum in packets, ~1 ms of the
+    /// pacing rate, at least `bbr_min_tso_segs` (1 packet below 1.2 Mbit/s, else
+    /// 2). Linux budgets cwnd for bursts of this size whether or not the device
+    /// segments them (it ignores the driver's GSO limits here), so this mirrors
+    /// the window Linux keeps, not netsim's sender, which sends single packets.
+    pub(super) fn tso_segs_goal(&self) -> u64 {
+        let rate_bytes = self.pacing_rate.as_bps() / 8;
+        let min_segs = if self.pacing_rate.as_bps() < MIN_TSO_RATE { 1 } else { 2 };
+        let bytes = (rate_bytes >> PACING_SHIFT).min(MAX_BURST_BYTES);
+        (bytes / self.mss).max(min_segs).min(MAX_BURST_SEGS)
     }
 
     /// Linux `bbr_quantization_budget`: room for three quanta (sending host's
@@ -31,7 +39,7 @@ impl Bbr {
     /// up to an even number of packets to suit delayed ACKs, plus 2 packets in
     /// the 1.25 probing phase so that small BDPs still reach above 1·BDP.
     fn quantization_budget(&self, cwnd: u64) -> u64 {
-        let mut c = cwnd + 3 * self.quantum();
+        let mut c = cwnd + 3 * self.tso_segs_goal();
         c = c.div_ceil(2) * 2;
         if self.mode == Mode::ProbeBw && self.cycle_idx == 0 {
             c += 2;
@@ -39,12 +47,20 @@ impl Bbr {
         c
     }
 
-    /// gain · BDP with the quantization allowance, packets (Linux `bbr_inflight`).
+    /// gain · BDP with the quantization allowance, packets (Linux `bbr_inflight`;
+    /// no aggregation allowance: this is the flight target of the gain cycle).
     pub(super) fn inflight_target(&self, bw: Bandwidth, gain: f64) -> u64 {
         self.quantization_budget(self.bdp_pkts(bw, gain))
     }
 
-    /// Remember the last "good" window before recovery or PROBE_RTT cuts it.
+    /// The cwnd target (the middle of Linux `bbr_set_cwnd`): gain · BDP plus the
+    /// ACK-aggregation allowance, then the quantization budget.
+    pub(super) fn cwnd_target(&self, bw: Bandwidth, gain: f64) -> u64 {
+        self.quantization_budget(self.bdp_pkts(bw, gain) + self.ack_aggregation_cwnd())
+    }
+
+    /// Remember the last "good" window before recovery or PROBE_RTT cuts it
+    /// (Linux `bbr_save_cwnd`).
     pub(super) fn save_cwnd(&mut self) {
         if self.prev_ca_state < CaState::Recovery && self.mode != Mode::ProbeRtt {
             self.prior_cwnd = self.cwnd;
@@ -54,15 +70,19 @@ impl Bbr {
         }
     }
 
-    /// Recovery handling on an ACK: returns `Some(cwnd)` while packet
-    /// conservation is in force (then the model's target is not applied).
+    /// Linux `bbr_set_cwnd_to_recover_or_restore`: returns `Some(cwnd)` while
+    /// packet conservation is in force (then the model's target is not applied).
     ///
-    /// First ACK of recovery: cwnd = flight + newly ACKed (send one packet per
+    /// Every ACK first takes the packets it newly marked lost off cwnd (an ACK
+    /// for P packets then releases at most 2·P after the slow start below).
+    /// First ACK of recovery: cwnd = flight + newly ACKed (one packet out per
     /// packet ACKed) and a new round starts. After one round, cwnd may grow by
-    /// `acked` per ACK (at most 2 packets out per packet ACKed). On leaving
-    /// recovery the saved window comes back.
+    /// `acked` per ACK. On leaving recovery the saved window comes back.
     fn recover_or_restore(&mut self, ack: &AckSample, acked: u64) -> Option<u64> {
         let mut cwnd = self.cwnd;
+        if self.rs_losses > 0 {
+            cwnd = cwnd.saturating_sub(self.rs_losses).max(1);
+        }
         let state = self.ca_state;
         let prev = self.prev_ca_state;
         let flight = self.pkts(ack.in_flight);
@@ -82,16 +102,17 @@ impl Bbr {
         None
     }
 
-    /// Linux `bbr_set_cwnd`.
+    /// Linux `bbr_set_cwnd`: slow-start toward the target (if the estimate is
+    /// growing, or losses have drawn cwnd below it) or snap down to it; never
+    /// below 4 packets, and at most 4 in PROBE_RTT.
     pub(super) fn set_cwnd(&mut self, ack: &AckSample, bw: Bandwidth, gain: f64) {
         let acked = ack.acked_segments as u64;
         if acked > 0 {
             if let Some(c) = self.recover_or_restore(ack, acked) {
                 self.cwnd = c;
             } else {
-                let target = self.inflight_target(bw, gain);
+                let target = self.cwnd_target(bw, gain);
                 if self.full_bw_reached {
-                    // Slow-start toward the target, or snap down to it.
                     self.cwnd = (self.cwnd + acked).min(target);
                 } else if self.cwnd < target || self.delivered < self.init_cwnd * self.mss {
                     // Before the pipe is full, never cut: the estimate is rising.

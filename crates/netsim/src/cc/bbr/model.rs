@@ -7,7 +7,8 @@ use crate::cc::AckSample;
 use netunits::Bandwidth;
 
 impl Bbr {
-    /// Count rounds and feed the bandwidth filter (Linux `bbr_update_bw`).
+    /// Count rounds, run the long-term sampler, and feed the bandwidth filter
+    /// (Linux `bbr_update_bw`).
     ///
     /// A round ends when a packet sent after the previous round ended is
     /// delivered: `prior_delivered` (the delivered count when the sampled packet
@@ -16,12 +17,11 @@ impl Bbr {
     pub(super) fn update_bw(&mut self, ack: &AckSample) {
         self.round_start = false;
         let Some(rs) = ack.rate else { return };
-        self.delivered = self.delivered.max(rs.total_delivered);
         if rs.interval.as_nanos() == 0 {
             return; // not a valid observation
         }
         if rs.prior_delivered >= self.next_round_delivered {
-            self.next_round_delivered = rs.total_delivered;
+            self.next_round_delivered = self.delivered;
             self.round_count += 1;
             self.round_start = true;
             // Packet conservation lasts one round of recovery (draft-00
@@ -29,6 +29,8 @@ impl Bbr {
             self.packet_conservation = false;
         }
         let app_limited = self.sample_is_app_limited(ack);
+        self.rs_app_limited = app_limited;
+        self.lt_bw_sampling(self.rs_losses, app_limited);
         // An app-limited sample measures the application, not the path: it may
         // only RAISE the estimate (draft-00 "Delivery rate samples"; Cardwell et
         // al. 2016 "the filter ... ignores app-limited samples unless ...").
@@ -68,9 +70,11 @@ impl Bbr {
     pub(super) fn update_min_rtt(&mut self, ack: &AckSample) {
         let expired = self.min_rtt_expired(ack.now);
         if let Some(rtt) = ack.rtt {
-            let lower = self.min_rtt.is_none_or(|(m, _)| rtt < m);
-            // An expired estimate is replaced by whatever the path shows now,
-            // even if higher (draft-00 "BBR.RTprop min filter").
+            // An equal sample refreshes the stamp too (Linux `rtt_us <=
+            // min_rtt_us`). An expired estimate is replaced by whatever the path
+            // shows now, even if higher (draft-00 "BBR.RTprop min filter"); Linux
+            // skips delayed-ACK samples there, a flag fairlab's ACKs do not carry.
+            let lower = self.min_rtt.is_none_or(|(m, _)| rtt <= m);
             if lower || expired {
                 self.min_rtt = Some((rtt, ack.now));
             }

@@ -1,13 +1,13 @@
-//! Pacing rate = pacing_gain · btl_bw, 1% below (draft-00 "Pacing rate";
+//! Pacing rate = pacing_gain · bw, 1% below (draft-00 "Pacing rate";
 //! Linux `bbr_set_pacing_rate`, `bbr_init_pacing_rate_from_rtt`,
-//! `bbr_pacing_margin_percent`).
+//! `bbr_pacing_margin_percent`), and its conversion to the sender's wire units.
 
 use super::Bbr;
 use crate::cc::AckSample;
 use netunits::{Bandwidth, SimDuration};
 
 impl Bbr {
-    /// `gain · bw · (1 − margin)`.
+    /// `gain · bw · (1 − margin)` (Linux `bbr_rate_bytes_per_sec`).
     pub(super) fn rate_with_gain(&self, bw: Bandwidth, gain: f64) -> Bandwidth {
         let margin = (100 - self.cfg.pacing_margin_percent.min(100)) as f64 / 100.0;
         Bandwidth::from_bps((bw.as_bps() as f64 * gain * margin) as u64)
@@ -27,15 +27,34 @@ impl Bbr {
         self.pacing_rate = self.rate_with_gain(bw, self.cfg.high_gain);
     }
 
-    /// Per-ACK pacing update. Until the pipe is known to be full, the rate only
-    /// goes up, so a low early sample cannot slow STARTUP down.
+    /// Per-ACK pacing update (Linux `bbr_set_pacing_rate`).
     pub(super) fn set_pacing_rate(&mut self, ack: &AckSample, bw: Bandwidth, gain: f64) {
         if !self.has_seen_rtt && ack.srtt.as_nanos() > 0 {
             self.init_pacing_rate(Some(ack.srtt));
         }
+        self.set_pacing_rate_gain(bw, gain);
+    }
+
+    /// Until the pipe is known to be full the rate only goes up, so a low early
+    /// sample cannot slow STARTUP down (the second half of Linux
+    /// `bbr_set_pacing_rate`).
+    pub(super) fn set_pacing_rate_gain(&mut self, bw: Bandwidth, gain: f64) {
         let rate = self.rate_with_gain(bw, gain);
         if self.full_bw_reached || rate > self.pacing_rate {
             self.pacing_rate = rate;
         }
+    }
+
+    /// The payload pacing rate in the sender's units. Linux charges each skb's
+    /// payload (`skb->len` of the header-less write-queue skb, in
+    /// `tcp_update_skb_after_send`) against `sk_pacing_rate`; netsim's TCP sender
+    /// charges the wire size, payload + `pacing_overhead_bytes`. Scaling the rate
+    /// by (MSS + overhead) / MSS makes full-sized segments leave at Linux's
+    /// payload rate. Without it BBR would pace 52/1500 ≈ 3.5% below its own
+    /// estimate on top of the 1% margin, and its estimate, measured from its
+    /// own deliveries, would ratchet down whenever it shares a queue.
+    pub(super) fn wire_pacing_rate(&self) -> Bandwidth {
+        let scaled = self.pacing_rate.as_bps() as u128 * (self.mss + self.cfg.pacing_overhead_bytes) as u128 / self.mss as u128;
+        Bandwidth::from_bps(scaled.min(u64::MAX as u128) as u64)
     }
 }

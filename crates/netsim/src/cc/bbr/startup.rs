@@ -11,13 +11,14 @@ use crate::cc::AckSample;
 use netunits::Bandwidth;
 
 impl Bbr {
-    /// Full-pipe detection, once per round.
-    pub(super) fn check_full_bw_reached(&mut self, ack: &AckSample) {
+    /// Full-pipe detection, once per round (Linux `bbr_check_full_bw_reached`).
+    pub(super) fn check_full_bw_reached(&mut self, _ack: &AckSample) {
         if self.full_bw_reached || !self.round_start {
             return;
         }
-        // App-limited rounds say nothing about the pipe.
-        if ack.rate.is_none_or(|rs| rs.is_app_limited) {
+        // App-limited rounds say nothing about the pipe (`rs->is_app_limited`,
+        // which includes PROBE_RTT's marking).
+        if self.rs_app_limited {
             return;
         }
         let max_bw = self.bw.get();
@@ -32,8 +33,9 @@ impl Bbr {
         self.full_bw_reached = self.full_bw_count >= self.cfg.full_bw_rounds;
     }
 
-    /// STARTUP → DRAIN when the pipe is full; DRAIN → PROBE_BW when the flight
-    /// is down to one BDP (plus the quantization allowance).
+    /// STARTUP → DRAIN when the pipe is full; DRAIN → PROBE_BW (at a random
+    /// phase) when the flight is down to one BDP plus the quantization allowance
+    /// (Linux `bbr_check_drain`).
     pub(super) fn check_drain(&mut self, ack: &AckSample) {
         if self.mode == Mode::Startup && self.full_bw_reached {
             self.mode = Mode::Drain;
@@ -43,7 +45,7 @@ impl Bbr {
         // departure time (EDT pacing in the qdisc); fairlab's sender has no such
         // queue, so the flight after this ACK is the same quantity.
         if self.mode == Mode::Drain && self.pkts(ack.in_flight) <= self.inflight_target(self.btl_bw(), 1.0) {
-            self.enter_probe_bw(ack.now);
+            self.reset_probe_bw_mode(ack.now);
         }
     }
 }

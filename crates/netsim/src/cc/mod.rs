@@ -139,9 +139,8 @@ pub trait CongestionControl: std::fmt::Debug {
     fn on_packet_sent(&mut self, _now: SimTime, _bytes: u64, _in_flight: u64) {}
 
     /// Pacing rate, if this controller paces (BBR). `None` = send as cwnd allows.
-    /// The TCP sender charges each packet's wire size (payload +
-    /// `packet::HEADER_BYTES`) against this rate; a controller whose model is in
-    /// payload bytes (Linux paces `skb->len`, the payload) scales it up.
+    /// A payload rate: the TCP sender charges each packet's payload against it,
+    /// as Linux charges `skb->len`.
     fn pacing_rate(&self) -> Option<Bandwidth> {
         None
     }

@@ -386,7 +386,10 @@ impl TcpSender {
         self.cc.on_packet_sent(now, len as u64, self.pipe_bytes());
         if let Some(rate) = self.cc.pacing_rate() {
             if rate.as_bps() > 0 {
-                self.pace_next = self.pace_next.max(now) + rate.tx_time((len + HEADER_BYTES) as u64);
+                // Pace the payload, as Linux charges `skb->len` (no headers) against
+                // `sk_pacing_rate` (`tcp_update_skb_after_send`): BBR's rates are
+                // payload rates (packets × MSS).
+                self.pace_next = self.pace_next.max(now) + rate.tx_time(len as u64);
             }
         }
         // RFC 6298 (5.1): start the timer if it is not running.
@@ -770,5 +773,63 @@ impl TcpSender {
     fn srtt_us(&self) -> Option<u32> {
         let m = self.rtt.srtt().as_micros();
         (m > 0).then(|| m.min(u32::MAX as u64) as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A controller with a huge window that paces at a fixed rate.
+    #[derive(Debug)]
+    struct FixedPace(Bandwidth);
+
+    impl CongestionControl for FixedPace {
+        fn name(&self) -> &'static str {
+            "fixed-pace"
+        }
+        fn cwnd(&self) -> u64 {
+            1 << 30
+        }
+        fn ssthresh(&self) -> u64 {
+            u64::MAX
+        }
+        fn on_ack(&mut self, _ack: &AckSample) {}
+        fn on_congestion_event(&mut self, _ev: &CongestionEvent) {}
+        fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {}
+        fn pacing_rate(&self) -> Option<Bandwidth> {
+            Some(self.0)
+        }
+    }
+
+    #[test]
+    fn pacing_spaces_full_segments_by_their_payload_at_the_pacing_rate() {
+        // The pacing rate is a payload rate, as Linux's `sk_pacing_rate` (charged
+        // with `skb->len` in `tcp_update_skb_after_send`): 1448 B at 11.584 Mb/s
+        // is exactly 1 ms, where the wire size (1500 B) would take 1.036 ms.
+        let cfg = SenderConfig {
+            flow: 0,
+            mss: 1448,
+            ecn: false,
+            sack: true,
+            total_segs: u64::MAX,
+            last_seg_len: 1448,
+            start: SimTime::ZERO,
+            stop: SimTime::MAX,
+            rwnd_segs: u64::MAX,
+        };
+        let mut snd = TcpSender::new(cfg, Box::new(FixedPace(Bandwidth::from_bps(11_584_000))), 16);
+        let mut out = Vec::new();
+        let mut sent_at = Vec::new();
+        let mut now = SimTime::ZERO;
+        for _ in 0..20 {
+            snd.on_timer(now, &mut out);
+            sent_at.extend(out.drain(..).map(|_| now.as_nanos()));
+            now = snd.next_wakeup().min(snd.pace_next);
+        }
+        assert!(sent_at.len() >= 10, "sent {}", sent_at.len());
+        for w in sent_at.windows(2) {
+            assert_eq!(w[1] - w[0], 1_000_000, "departures at {sent_at:?}");
+        }
     }
 }

@@ -53,15 +53,6 @@ pub struct BbrConfig {
     /// whose ACK histories differ, which is what desynchronises their probing.
     /// `Some(i)` pins every entry to phase `i` (0 or 2..=7).
     pub cycle_start: Option<usize>,
-    /// Bytes the sender charges per packet on top of the MSS when it paces
-    /// (netsim's TCP sender paces the wire size, payload + `packet::HEADER_BYTES`
-    /// = 52). Linux paces the payload: `tcp_update_skb_after_send` charges
-    /// `skb->len` of the header-less write-queue skb against `sk_pacing_rate`,
-    /// which `bbr_rate_bytes_per_sec` computes from packets × MSS. So the rate
-    /// handed to the sender is scaled by (MSS + this) / MSS (`pacing.rs`). Not
-    /// a scenario parameter: it describes the sender, not BBR. Test harnesses
-    /// that pace payload only set it to 0.
-    pub pacing_overhead_bytes: u64,
 }
 
 impl Default for BbrConfig {
@@ -77,7 +68,6 @@ impl Default for BbrConfig {
             full_bw_growth: 1.25,
             full_bw_rounds: 3,
             cycle_start: None,
-            pacing_overhead_bytes: crate::packet::HEADER_BYTES as u64,
         }
     }
 }
@@ -124,7 +114,6 @@ pacing_margin_percent = 1, full_bw_growth = 1.25, full_bw_rounds = 3";
             full_bw_growth: growth,
             full_bw_rounds: rounds as u32,
             cycle_start,
-            pacing_overhead_bytes: d.pacing_overhead_bytes,
         })
     }
 

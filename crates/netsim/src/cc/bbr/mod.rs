@@ -30,9 +30,8 @@
 //!
 //! Units: like tcp_bbr.c, windows are kept in packets (segments of `mss` bytes)
 //! and converted to bytes at the trait boundary (STYLE.md §4). Rates are
-//! [`Bandwidth`] (bits/s) of PAYLOAD, as Linux's are (packets × MSS); the rate
-//! handed to the sender is scaled to the wire size it charges
-//! (`BbrConfig::pacing_overhead_bytes`). Times are [`SimTime`].
+//! [`Bandwidth`] (bits/s) of PAYLOAD, as Linux's are (packets × MSS), and the
+//! sender paces payload as Linux does. Times are [`SimTime`].
 //!
 //! What the sender provides, and what BBR derives from it:
 //! - `AckSample::rate` (a tcp_rate.c-style sample, `prior_delivered` /
@@ -56,9 +55,9 @@
 //!
 //! Validation against Linux 6.18 (docs/validation/live.md): CUBIC vs BBR, 100
 //! Mbit/s, 50 ms, 1-BDP DropTail gives 9.8 / 84.7 Mbit/s here, 8.5 / 84.3 live.
-//! Before the pacing rate was scaled to the sender's wire size it gave 35 / 60:
-//! BBR paced ~4.5 % below its own estimate, and in a shared FIFO that estimate
-//! (its own delivery rate) sank to its share.
+//! When the sender still paced wire bytes (payload + 52) it gave 35 / 60: BBR
+//! paced ~4.5 % below its own estimate, and in a shared FIFO that estimate (its
+//! own delivery rate) sank to its share.
 
 mod aggregation;
 mod config;
@@ -292,8 +291,8 @@ impl Bbr {
         self.pacing_gain
     }
 
-    /// Linux's `sk_pacing_rate`: the PAYLOAD rate BBR paces at. The sender is
-    /// handed this scaled to its wire size ([`CongestionControl::pacing_rate`]).
+    /// Linux's `sk_pacing_rate`: the PAYLOAD rate BBR paces at (the sender paces
+    /// payload, as Linux does).
     pub fn payload_pacing_rate(&self) -> Bandwidth {
         self.pacing_rate
     }
@@ -474,7 +473,7 @@ impl CongestionControl for Bbr {
     /// payload rate scaled by (MSS + overhead) / MSS, so that the payload goes
     /// out at Linux's `sk_pacing_rate` (`pacing.rs`).
     fn pacing_rate(&self) -> Option<Bandwidth> {
-        Some(self.wire_pacing_rate())
+        Some(self.payload_pacing_rate())
     }
 
     fn metrics(&self) -> CcMetrics {

@@ -44,17 +44,4 @@ impl Bbr {
             self.pacing_rate = rate;
         }
     }
-
-    /// The payload pacing rate in the sender's units. Linux charges each skb's
-    /// payload (`skb->len` of the header-less write-queue skb, in
-    /// `tcp_update_skb_after_send`) against `sk_pacing_rate`; netsim's TCP sender
-    /// charges the wire size, payload + `pacing_overhead_bytes`. Scaling the rate
-    /// by (MSS + overhead) / MSS makes full-sized segments leave at Linux's
-    /// payload rate. Without it BBR would pace 52/1500 ≈ 3.5% below its own
-    /// estimate on top of the 1% margin, and its estimate, measured from its
-    /// own deliveries, would ratchet down whenever it shares a queue.
-    pub(super) fn wire_pacing_rate(&self) -> Bandwidth {
-        let scaled = self.pacing_rate.as_bps() as u128 * (self.mss + self.cfg.pacing_overhead_bytes) as u128 / self.mss as u128;
-        Bandwidth::from_bps(scaled.min(u64::MAX as u128) as u64)
-    }
 }

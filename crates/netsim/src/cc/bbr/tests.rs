@@ -18,7 +18,7 @@ fn init() -> CcInit {
 /// default draws it, as Linux does), and no per-packet pacing overhead, because
 /// the synthetic driver and the test path (`testpath.rs`) charge payload only.
 fn cfg() -> BbrConfig {
-    BbrConfig { cycle_start: Some(2), pacing_overhead_bytes: 0, ..BbrConfig::default() }
+    BbrConfig { cycle_start: Some(2), ..BbrConfig::default() }
 }
 
 /// A BBR with [`cfg`] for the test path.
@@ -467,29 +467,6 @@ fn bbr_keeps_the_queue_far_below_a_5_bdp_buffer_and_fills_the_link() {
 
 // ---------------------------------------------------------------- pacing units
 
-#[test]
-fn the_sender_is_handed_the_payload_rate_scaled_to_its_wire_size() {
-    // Linux paces payload: `tcp_update_skb_after_send` charges the header-less
-    // skb's length against `sk_pacing_rate` = gain · bw · 0.99 (payload bytes,
-    // `bbr_rate_bytes_per_sec`). netsim's sender charges payload + 52 header
-    // bytes, so it must be handed rate · (MSS + 52) / MSS.
-    assert_eq!(BbrConfig::default().pacing_overhead_bytes, crate::packet::HEADER_BYTES as u64);
-    let mut d = in_probe_bw(BbrConfig { pacing_overhead_bytes: 52, ..cfg() });
-    d.round(11, mbps(10), 125);
-    assert_eq!(d.bbr.pacing_gain(), 1.0);
-    let payload = 10e6 * 0.99;
-    assert!((d.bbr.payload_pacing_rate().as_bps() as f64 - payload).abs() <= 1.0);
-    let wire = d.bbr.pacing_rate().unwrap().as_bps() as f64;
-    assert!((wire - payload * 1052.0 / 1000.0).abs() <= 2.0, "wire rate {wire}");
-    // So a full-sized packet's wire bytes take as long as its payload at the
-    // payload rate: the payload leaves at exactly Linux's pacing rate.
-    let t_wire = d.bbr.pacing_rate().unwrap().tx_time(MSS + 52).as_nanos() as f64;
-    let t_payload = d.bbr.payload_pacing_rate().tx_time(MSS).as_nanos() as f64;
-    assert!((t_wire - t_payload).abs() / t_payload < 1e-6, "{t_wire} vs {t_payload}");
-    // The trace reports Linux's (payload) rate.
-    assert_eq!(d.bbr.metrics().pacing_rate, Some(d.bbr.payload_pacing_rate()));
-}
-
 // ---------------------------------------------------------------- cwnd details
 
 #[test]
@@ -659,7 +636,7 @@ fn probe_bw_is_entered_at_a_random_phase_never_the_drain_phase() {
     // Linux `bbr_reset_probe_bw_mode`: phase uniform over {0, 2, 3, ..., 7}.
     let mut phases = std::collections::BTreeSet::new();
     for k in 0..64u64 {
-        let mut d = Driver::new(BbrConfig { pacing_overhead_bytes: 0, ..BbrConfig::default() });
+        let mut d = Driver::new(BbrConfig::default());
         d.now += SimDuration::from_micros(137 * k);
         for _ in 0..4 {
             d.round(10, mbps(10), 10);
@@ -671,7 +648,7 @@ fn probe_bw_is_entered_at_a_random_phase_never_the_drain_phase() {
     assert!(phases.len() >= 6, "phases seen {phases:?}");
     // The draw is a function of the controller's inputs: same inputs, same phase.
     let run = || {
-        let mut d = Driver::new(BbrConfig { pacing_overhead_bytes: 0, ..BbrConfig::default() });
+        let mut d = Driver::new(BbrConfig::default());
         for _ in 0..4 {
             d.round(10, mbps(10), 10);
         }

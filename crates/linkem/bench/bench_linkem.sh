@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # linkem benchmarks (not tests): added-delay accuracy, forwarding throughput with no
-# rate limit, and rate accuracy. Needs root, iproute2, iperf3, ping, ethtool, python3.
+# rate limit (and the kernel's own bridge in the same topology, for the endpoints'
+# ceiling), and rate accuracy. Needs root, iproute2, iperf3, ping, ethtool, python3.
 #
 #   bash crates/linkem/bench/bench_linkem.sh [SECONDS_PER_IPERF_RUN]
 #
@@ -59,7 +60,7 @@ EOF
 }
 stop_linkem() {
   kill -TERM $LINKEM_PID; wait $LINKEM_PID || true
-  echo "    linkem: $(cat $WORK/linkem.err)"
+  echo "    $(cat $WORK/linkem.err)"
 }
 
 iperf() { # extra iperf3 client args...
@@ -78,7 +79,7 @@ print(f"n={len(v)} min={v[0]:.3f} median={q(0.5):.3f} p99={q(0.99):.3f} max={v[-
 EOF
 }
 
-echo "== linkem benchmarks ($(nproc) cores, load average: $(cut -d' ' -f1-3 /proc/loadavg)) =="
+echo "== linkem benchmarks, $(date -u +%FT%TZ) ($(nproc) cores, load average: $(cut -d' ' -f1-3 /proc/loadavg)) =="
 
 echo "-- 1. delay accuracy: 100 Mbit/s, one-way 25 ms (configured RTT 50 ms), buffer 1 BDP"
 start_linkem 100000000 25000000 625000
@@ -96,13 +97,51 @@ grep ' rtt' $WORK/ss.txt | cut -d: -f2 > $WORK/srtt.txt || true
 echo "    goodput $(python3 -c "print(f'{$(goodput_bps)/1e6:.2f}')") Mbit/s"
 stop_linkem
 
-echo "-- 2. forwarding throughput, no rate limit, one-way 1 ms, 4 MB buffer"
+# Throughput figures are Gbit/s of Ethernet frames, the bits linkem forwards: with
+# MTU 1500 a 1448-byte TCP payload (MSS with timestamps) is a 1514-byte frame and a
+# 1472-byte UDP payload a 1514-byte frame.
+tcp_frames() { python3 -c "print(f'{$(goodput_bps) * 1514 / 1448 / 1e9:.3f}')"; }
+cpu_ticks() { awk '{print $14 + $15}' /proc/$1/stat; }
+# linkem's own count over the busy 1-s samples from stats line $1 on (all but the
+# first and last, which are partly idle): frames = IP bytes + 14-byte Ethernet
+# header each.
+linkem_gbps() { python3 - $WORK/stats.jsonl $1 <<'EOF2'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])][int(sys.argv[2]):]
+d = [(b["t_ns"] - a["t_ns"], 8 * (b["forwarded_bytes"] - a["forwarded_bytes"] + 14 * (b["forwarded_pkts"] - a["forwarded_pkts"]))) for a, b in zip(rows, rows[1:])]
+busy = [bits / ns for ns, bits in d if bits > 0][1:-1] or [0.0]
+print(f"{sum(busy) / len(busy):.3f}")
+EOF2
+}
+forwarding() { # label: TCP with 1 and 4 flows, then UDP from one sender as fast as it can
+  iperf -t $DUR
+  echo "    $1 TCP, 1 flow:  $(tcp_frames) Gbit/s of frames (goodput $(python3 -c "print(f'{$(goodput_bps)/1e9:.3f}')"))"
+  iperf -t $DUR -P 4
+  echo "    $1 TCP, 4 flows: $(tcp_frames) Gbit/s of frames (goodput $(python3 -c "print(f'{$(goodput_bps)/1e9:.3f}')"))"
+  UDP_FROM=$(wc -l < $WORK/stats.jsonl 2>/dev/null || echo 0)
+  iperf -t $DUR -u -l 1472 -b 0 -w 4M
+  python3 - $WORK/iperf.json "$1" <<'EOF2'
+import json, sys
+e = json.load(open(sys.argv[1]))["end"]
+s = e["sum"]
+sent = s["bits_per_second"] * 1514 / 1472
+got = sent * (1 - s["lost_percent"] / 100)
+print(f"    {sys.argv[2]} UDP, 1 sender:  offered {sent/1e9:.3f}, received {got/1e9:.3f} Gbit/s of frames (iperf3's one sending thread is the limit)")
+EOF2
+}
+
+echo "-- 2. forwarding, no rate limit, one-way 1 ms, 4 MB buffer (Gbit/s of 1514-byte frames)"
 start_linkem null 1000000 4000000
-iperf -t $DUR
-echo "    1 flow:  $(python3 -c "print(f'{$(goodput_bps)/1e9:.3f}')") Gbit/s goodput"
-iperf -t $DUR -P 4
-echo "    4 flows: $(python3 -c "print(f'{$(goodput_bps)/1e9:.3f}')") Gbit/s goodput"
+T0=$(cpu_ticks $LINKEM_PID); S0=$(date +%s.%N)
+forwarding "linkem:"
+echo "    linkem: in the UDP run it forwarded $(linkem_gbps $UDP_FROM) Gbit/s of frames (its own stats); linkem CPU over section 2: $(python3 -c "print(f'{($(cpu_ticks $LINKEM_PID) - $T0) / 100 / ($(date +%s.%N) - $S0) * 100:.0f}')") % of one core"
 stop_linkem
+echo "-- 2b. the same through the kernel's own bridge instead of linkem (same hosts and offloads): the endpoints' ceiling"
+ip -n $M link add ${P}br type bridge
+for i in ${P}ma ${P}mb; do ip -n $M link set $i master ${P}br; done
+ip -n $M link set ${P}br up
+forwarding "kernel bridge:"
+ip -n $M link del ${P}br
 
 for RATE in 100000000 1000000000; do
   echo "-- 3. rate accuracy: configured $(( RATE / 1000000 )) Mbit/s, one-way 5 ms, buffer 2 BDP"
@@ -115,8 +154,9 @@ for RATE in 100000000 1000000000; do
 r=$RATE; g=$G; wire=g*1514/1448
 print(f'    TCP: iperf3 goodput {g/1e6:.2f} Mbit/s -> frames {wire/1e6:.2f} Mbit/s = {100*wire/r:.2f}% of configured (TCP leaves the link idle after losses)')"
   # UDP offered above the rate keeps the link busy: this is the rate limiter itself.
-  # 1472-byte datagrams are 1514-byte frames.
-  iperf -t $DUR -u -l 1472 -b $(( RATE * 12 / 10 ))
+  # 1472-byte datagrams are 1514-byte frames; 4 MB socket buffers so the receiving
+  # iperf3 is not what drops.
+  iperf -t $DUR -u -l 1472 -b $(( RATE * 12 / 10 )) -w 4M
   python3 - $WORK/iperf.json $RATE <<'EOF2'
 import json, sys
 e = json.load(open(sys.argv[1]))["end"]
@@ -138,5 +178,6 @@ d = [(b["t_ns"] - a["t_ns"], 8 * (b["forwarded_bytes"] - a["forwarded_bytes"] + 
 best = sorted(bits / ns * 1e9 for ns, bits in d)[-3:]
 print("    linkem stats, 3 busiest 1-s samples: " + ", ".join(f"{x/1e6:.2f}" for x in best) + f" Mbit/s of frames = {100*best[0]/rate:.2f}..{100*best[-1]/rate:.2f}% of configured")
 EOF2
-  echo "    linkem: $(cat $WORK/linkem.err)"
+  echo "    $(cat $WORK/linkem.err)"
 done
+echo "== done (load average: $(cut -d' ' -f1-3 /proc/loadavg)) =="

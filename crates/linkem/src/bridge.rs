@@ -28,12 +28,12 @@
 //! port, then link completions, then reverse releases by port), so a run is
 //! deterministic given its inputs.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use aqm::{Accounted, DropReason, DropTail, DropTailConfig, Limit, MarkReason, Packet, PacketMeta, Qdisc, Verdict};
 use netunits::{Bandwidth, SimDuration, SimRng, SimTime};
 
-use crate::flows::FlowTable;
+use crate::flows::{FastMap, FlowTable};
 use crate::frame::{self, Mac, ETH_HLEN};
 
 /// Index of a port: `0..n` are the sender ports in config order, `n` is the receiver.
@@ -153,7 +153,7 @@ pub struct Bridge {
     reverse_queue: Option<Accounted<DropTail<Frame>>>,
     reverse_link: Link,
     reverse_lines: Vec<VecDeque<(SimTime, Frame)>>,
-    macs: HashMap<Mac, PortId>,
+    macs: FastMap<Mac, PortId>,
     flows: FlowTable,
     rng: SimRng,
     dropped: Vec<(Frame, DropReason)>,
@@ -177,7 +177,7 @@ impl Bridge {
             link: Link { rate: s.rate, on_wire: None },
             reverse_queue,
             reverse_link: Link { rate: s.reverse_rate, on_wire: None },
-            macs: HashMap::new(),
+            macs: FastMap::default(),
             flows: FlowTable::new(),
             rng: s.rng,
             dropped: Vec::new(),

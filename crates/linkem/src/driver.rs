@@ -2,8 +2,10 @@
 //!
 //! One iteration: read the monotonic clock once and turn it into `SimTime` since
 //! `ready` (the only place wall-clock enters linkem, STYLE.md §1); receive what is
-//! waiting on every port (in batches); let the bridge run everything due; send;
-//! write a stats line if one is due; then sleep until the next deadline. The sleep
+//! waiting on every port (from its receive ring, up to `PORT_BUDGET` frames), each
+//! frame entering the bridge at the instant the kernel stamped it on arrival (see
+//! the loop); let the bridge run everything due; send; write a stats line if one is
+//! due; then sleep until the next deadline. The sleep
 //! is a `ppoll` on the sockets, the signalfd and a timerfd armed at an *absolute*
 //! monotonic instant `SPIN_NS` before the deadline; the last `SPIN_NS` are spent
 //! polling without blocking, because waking from a timer costs tens of
@@ -17,12 +19,10 @@ use netunits::SimTime;
 
 use crate::bridge::{Bridge, Egress, PortId};
 use crate::stats::{self, Schedule};
-use crate::sys::{self, PacketSocket, RecvBatch, SendScratch, TermSignals, Timer};
+use crate::sys::{self, PacketSocket, SendScratch, TermSignals, Timer};
 
 /// Busy-poll this close to a deadline instead of sleeping.
 pub const SPIN_NS: u64 = 50_000;
-/// Frames per `recvmmsg`.
-const BATCH: usize = 64;
 /// At most this many frames from one port per iteration, so a flooded port cannot
 /// starve the others or delay due departures by much (256 × 1500 B at 10 Gbit/s ≈ 0.3 ms).
 const PORT_BUDGET: usize = 256;
@@ -46,6 +46,49 @@ pub struct Health {
     pub late_over_100us: u64,
     /// Due events handled more than 1 ms late.
     pub late_over_1ms: u64,
+    /// Longest time a frame waited between the kernel taking it in and this loop
+    /// reading it (receive-ring ports only).
+    pub rx_wait_max_ns: u64,
+    /// Frames that waited more than 1 ms so: the loop could not keep up.
+    pub rx_wait_over_1ms: u64,
+    /// Frames the kernel dropped because a port's receive ring or buffer was full.
+    pub kernel_drops: u64,
+    /// Ports read through a receive ring (the others use `recvmmsg`).
+    pub ring_ports: usize,
+}
+
+/// Receive-ring memory per sender port: all the ports share about 56 MiB, each
+/// between 512 KiB (≈ 330 MTU frames) and 8 MiB (≈ 5,200, a scheduling hiccup at
+/// several Gbit/s). The receiver port, which takes every flow's ACKs, gets 8 MiB.
+fn ring_bytes(sender_ports: usize) -> usize {
+    (56 << 20) / sender_ports.max(1)
+}
+const RING_MIN: usize = 512 << 10;
+const RING_MAX: usize = 8 << 20;
+
+/// Frame buffers handed back after sending, reused for the next frames received:
+/// a steady flow of frames then costs no allocation.
+#[derive(Default)]
+struct Pool(Vec<Vec<u8>>);
+
+impl Pool {
+    /// Room for an MTU-sized frame without reallocating.
+    const CAPACITY: usize = 2048;
+    /// Buffers kept at most (≈ 16 MiB).
+    const KEEP: usize = 8192;
+
+    fn copy_of(&mut self, data: &[u8]) -> Vec<u8> {
+        let mut v = self.0.pop().unwrap_or_else(|| Vec::with_capacity(Self::CAPACITY));
+        v.clear();
+        v.extend_from_slice(data);
+        v
+    }
+
+    fn give_back(&mut self, v: Vec<u8>) {
+        if self.0.len() < Self::KEEP {
+            self.0.push(v);
+        }
+    }
 }
 
 /// The ports, in bridge order (senders, then the receiver).
@@ -54,11 +97,17 @@ pub struct Ports {
 }
 
 impl Ports {
-    /// Open every interface; the error names the interface.
+    /// Open every interface (the last is the receiver port); the error names the
+    /// interface.
     pub fn open(names: &[&str]) -> Result<Ports, String> {
+        let senders = names.len().saturating_sub(1);
         let socks = names
             .iter()
-            .map(|n| PacketSocket::open(n).map_err(|e| format!("cannot open interface {n:?}: {e}")))
+            .enumerate()
+            .map(|(i, n)| {
+                let ring = if i == senders { RING_MAX } else { ring_bytes(senders).clamp(RING_MIN, RING_MAX) };
+                PacketSocket::open(n, ring).map_err(|e| format!("cannot open interface {n:?}: {e}"))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Ports { socks })
     }
@@ -66,17 +115,17 @@ impl Ports {
 
 /// Run until SIGTERM/SIGINT. `stats` receives the JSON lines. Prints `ready` on
 /// stdout once everything is bound.
-pub fn run(bridge: &mut Bridge, ports: &Ports, mut stats: Option<BufWriter<File>>, schedule: Schedule) -> io::Result<Health> {
+pub fn run(bridge: &mut Bridge, ports: &mut Ports, mut stats: Option<BufWriter<File>>, schedule: Schedule) -> io::Result<Health> {
     let signals = TermSignals::install()?;
     let timer = Timer::new()?;
     // Best effort: without it the timer may fire up to 50 µs late, which the spin
     // window still absorbs.
     let _ = sys::set_timer_slack_ns(1);
     let mut schedule = schedule;
-    let mut health = Health::default();
-    let mut batch = RecvBatch::new(BATCH);
+    let mut health = Health { ring_ports: ports.socks.iter().filter(|s| s.has_ring()).count(), ..Health::default() };
+    let mut pool = Pool::default();
     let mut scratch = SendScratch::default();
-    let mut out: Vec<Egress> = Vec::with_capacity(4 * BATCH);
+    let mut out: Vec<Egress> = Vec::with_capacity(4 * PORT_BUDGET);
     let n_ports = ports.socks.len();
     let mut fds: Vec<libc::pollfd> = ports
         .socks
@@ -97,54 +146,64 @@ pub fn run(bridge: &mut Bridge, ports: &Ports, mut stats: Option<BufWriter<File>
     let spin_ns: u64 = std::env::var("LINKEM_SPIN_NS").ok().and_then(|v| v.parse().ok()).unwrap_or(SPIN_NS);
     let mut block = false;
     let mut armed: Option<u64> = None;
+    // The latest instant handed to the core: the next frame may not be older.
+    let mut floor = SimTime::ZERO;
     loop {
         health.iterations += 1;
         sys::poll(&mut fds, block)?;
-        // The edge: the one clock read of this iteration.
-        let now = SimTime::from_nanos(sys::monotonic_ns().saturating_sub(start_ns));
+        // The edge: the one clock read of this iteration (the realtime read beside it
+        // only converts the ring's frame timestamps).
+        let mono_ns = sys::monotonic_ns();
+        let now = SimTime::from_nanos(mono_ns.saturating_sub(start_ns));
+        let realtime_minus_start = i128::from(sys::realtime_ns()) - i128::from(mono_ns) + i128::from(start_ns);
 
         if fds[sig_slot].revents & libc::POLLIN != 0 && signals.received() {
             if let Some(w) = stats.as_mut() {
                 writeln!(w, "{}", stats::line(now, bridge))?;
                 w.flush()?;
             }
+            health.kernel_drops = ports.socks.iter().map(|s| s.kernel_drops().unwrap_or(0)).sum();
             return Ok(health);
         }
 
-        for (port, sock) in ports.socks.iter().enumerate() {
+        for (port, sock) in ports.socks.iter_mut().enumerate() {
             if fds[port].revents & (libc::POLLIN | libc::POLLERR) == 0 {
                 continue;
             }
-            let mut got = 0;
-            while got < PORT_BUDGET {
-                let k = match sock.recv_batch(&mut batch) {
-                    Ok(k) => k,
-                    // A port that went away (interface deleted) ends the run loudly.
-                    Err(e) => return Err(io::Error::new(e.kind(), format!("receive on {}: {e}", sock.name()))),
+            let mut gso_len = None;
+            let got = sock.recv_each(PORT_BUDGET, |f| {
+                if f.truncated {
+                    health.truncated += 1;
+                    return;
+                }
+                if sys::offload_is_gso(&f.offload) {
+                    health.gso_frames += 1;
+                    gso_len = Some(f.data.len());
+                }
+                // The frame's delay starts when the kernel took it in, not when this
+                // loop got to it (a wake-up on this VM takes ~50 µs; under load frames
+                // wait longer). Kept within [floor, now] so the core's time never
+                // runs backwards.
+                let t = match f.arrival_realtime_ns {
+                    Some(a) => {
+                        let (t, wait) = entry_instant(a, realtime_minus_start, floor, now);
+                        health.rx_wait_max_ns = health.rx_wait_max_ns.max(wait);
+                        health.rx_wait_over_1ms += u64::from(wait > 1_000_000);
+                        t
+                    }
+                    None => now,
                 };
-                for i in 0..k {
-                    let Some((off, data, truncated)) = batch.frame(i) else { continue };
-                    if truncated {
-                        health.truncated += 1;
-                        continue;
-                    }
-                    if sys::offload_is_gso(&off) {
-                        health.gso_frames += 1;
-                        if !gso_warned {
-                            gso_warned = true;
-                            eprintln!(
-                                "linkem: warning: {}-byte TSO/GSO aggregate on {}; it is queued as ONE packet. Disable segmentation offload on the peer (ethtool -K IFACE tso off gso off) for per-packet fidelity",
-                                data.len(),
-                                sock.name()
-                            );
-                        }
-                    }
-                    bridge.on_frame(now, port as PortId, data.to_vec(), off, &mut out);
-                }
-                got += k;
-                if k < batch.capacity() {
-                    break;
-                }
+                floor = t;
+                bridge.on_frame(t, port as PortId, pool.copy_of(f.data), f.offload, &mut out);
+            });
+            // A port that went away (interface deleted) ends the run loudly.
+            got.map_err(|e| io::Error::new(e.kind(), format!("receive on {}: {e}", sock.name())))?;
+            if let (Some(len), false) = (gso_len, gso_warned) {
+                gso_warned = true;
+                eprintln!(
+                    "linkem: warning: {len}-byte TSO/GSO aggregate on {}; it is queued as ONE packet. Disable segmentation offload on the peer (ethtool -K IFACE tso off gso off) for per-packet fidelity",
+                    sock.name()
+                );
             }
         }
 
@@ -155,7 +214,8 @@ pub fn run(bridge: &mut Bridge, ports: &Ports, mut stats: Option<BufWriter<File>
             health.late_over_1ms += u64::from(late > 1_000_000);
         }
         bridge.poll(now, &mut out);
-        send_all(ports, &mut out, &mut scratch, &mut health);
+        floor = now;
+        send_all(ports, &mut out, &mut scratch, &mut health, &mut pool);
 
         // Stamp the sample with the instant its counters were read (`now`), not the
         // scheduled one: under CPU contention the two can differ by milliseconds,
@@ -184,8 +244,20 @@ pub fn run(bridge: &mut Bridge, ports: &Ports, mut stats: Option<BufWriter<File>
     }
 }
 
+/// The instant a frame enters the bridge, and how long it waited to be read (ns):
+/// its kernel arrival stamp `arrival_rt` (`CLOCK_REALTIME` ns) placed on linkem's
+/// clock (`realtime_minus_start` = realtime − monotonic at this iteration + the
+/// monotonic instant of `ready`), then kept within `[floor, now]`: not before what
+/// the core has already been given (its time must not run backwards), not after
+/// the clock read of this iteration (a realtime step cannot move a frame into the
+/// future).
+fn entry_instant(arrival_rt: u64, realtime_minus_start: i128, floor: SimTime, now: SimTime) -> (SimTime, u64) {
+    let arrived = SimTime::from_nanos(u64::try_from(i128::from(arrival_rt) - realtime_minus_start).unwrap_or(0));
+    (arrived.clamp(floor, now), now.saturating_since(arrived).as_nanos())
+}
+
 /// Send everything in `out`, per port in the order the bridge produced it.
-fn send_all(ports: &Ports, out: &mut Vec<Egress>, scratch: &mut SendScratch, health: &mut Health) {
+fn send_all(ports: &Ports, out: &mut Vec<Egress>, scratch: &mut SendScratch, health: &mut Health, pool: &mut Pool) {
     if out.is_empty() {
         return;
     }
@@ -203,5 +275,29 @@ fn send_all(ports: &Ports, out: &mut Vec<Egress>, scratch: &mut SendScratch, hea
             }
         }
     }
-    out.clear();
+    for e in out.drain(..) {
+        pool.give_back(e.frame.data);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_enters_at_its_arrival_stamp_within_floor_and_now() {
+        // Realtime is 1,000 s ahead of linkem's clock.
+        let off: i128 = 1_000_000_000_000;
+        let us = SimTime::from_micros;
+        let floor = us(900);
+        let now = us(1_000);
+        // Arrived 60 µs before this iteration's clock read: enters then, waited 60 µs.
+        assert_eq!(entry_instant(1_000_000_940_000, off, floor, now), (us(940), 60_000));
+        // Arrived before the previous iteration: the core is already at `floor`.
+        assert_eq!(entry_instant(1_000_000_500_000, off, floor, now), (us(900), 500_000));
+        // A stamp ahead of `now` (realtime stepped back): no later than `now`, no wait.
+        assert_eq!(entry_instant(1_000_002_000_000, off, floor, now), (us(1_000), 0));
+        // A stamp before linkem started: clamped, never a negative instant.
+        assert_eq!(entry_instant(5, off, SimTime::ZERO, now), (SimTime::ZERO, 1_000_000));
+    }
 }

@@ -128,19 +128,19 @@ fn main() -> ExitCode {
     };
     let mut names: Vec<&str> = cfg.sender_ports.iter().map(|p| p.iface.as_str()).collect();
     names.push(&cfg.receiver_iface);
-    let ports = match Ports::open(&names) {
+    let mut ports = match Ports::open(&names) {
         Ok(p) => p,
         Err(m) => {
             eprintln!("linkem: run {}: {m}", cfg.run_id);
             return ExitCode::from(1);
         }
     };
-    match driver::run(&mut bridge, &ports, stats, Schedule::new(cfg.sample_interval)) {
+    match driver::run(&mut bridge, &mut ports, stats, Schedule::new(cfg.sample_interval)) {
         Ok(h) => {
             let c = bridge.counters();
             let t = bridge.totals();
             eprintln!(
-                "linkem: run {} stopped: forwarded {} pkts / {} B, qdisc drops {}, marks {}, reverse {} pkts ({} dropped), flooded {}, flows {}, tx errors {}{}, gso aggregates {}, truncated {}, iterations {}, lateness max {} us (>100us: {}, >1ms: {})",
+                "linkem: run {} stopped: forwarded {} pkts / {} B, qdisc drops {}, marks {}, reverse {} pkts ({} dropped), flooded {}, flows {}, tx errors {}{}, gso aggregates {}, truncated {}, kernel rx drops {}, rx rings {}/{} ports, rx wait max {} us (>1ms: {}), iterations {}, lateness max {} us (>100us: {}, >1ms: {})",
                 cfg.run_id,
                 t.forwarded_pkts,
                 t.forwarded_bytes,
@@ -154,6 +154,11 @@ fn main() -> ExitCode {
                 h.first_tx_error.map(|e| format!(" (first: {e})")).unwrap_or_default(),
                 h.gso_frames,
                 h.truncated,
+                h.kernel_drops,
+                h.ring_ports,
+                names.len(),
+                h.rx_wait_max_ns / 1000,
+                h.rx_wait_over_1ms,
                 h.iterations,
                 h.max_late_ns / 1000,
                 h.late_over_100us,

@@ -252,6 +252,10 @@ fn run_lab(prefix: &str) -> Result<(), String> {
     println!("linkem exited in {:.1} ms: {}", took.as_secs_f64() * 1e3, err_text.trim());
     assert!(status.success(), "exit status {status}: {err_text}");
     assert!(took < Duration::from_millis(500), "SIGTERM took {took:?} (goal 100 ms)");
+    // The fast receive path (PACKET_RX_RING) is in use on both ports, and the kernel
+    // dropped nothing on the way in.
+    assert!(err_text.contains("kernel rx drops 0,"), "{err_text}");
+    assert!(err_text.contains("rx rings 2/2 ports"), "receive rings not in use: {err_text}");
 
     let text = std::fs::read_to_string(&stats).map_err(|e| e.to_string())?;
     let last = text.lines().last().ok_or("empty stats file")?;

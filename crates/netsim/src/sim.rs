@@ -587,11 +587,11 @@ impl Sim {
         if let Some(&(t, _)) = pipe.q.front() {
             self.q.push(t, EvKind::RecvArrive(pi as u32));
         }
-        // Prefetch (a hint) the receiver and accounting entry of the arrival two
-        // ahead: in a many-flow run they are cold, and two events give the loads
-        // time to land.
+        // Prefetch (a hint) the receiver and accounting entry of the arrival three
+        // ahead: in a many-flow run they are cold, and the loads need a few
+        // events' time to land (three measured slightly better than two).
         if self.prefetch {
-            if let Some((_, ahead)) = self.fwd[pi].q.get(1) {
+            if let Some((_, ahead)) = self.fwd[pi].q.get(2) {
                 let g = ahead.meta.flow as usize;
                 self.eps[g].prefetch_receiver();
                 prefetch(&self.acct[g]);
@@ -628,14 +628,14 @@ impl Sim {
         let pipe = &mut self.rev[pi];
         let (_, f, ack) = pipe.q.pop_front().expect("an AckArrive event has a head ACK");
         let next = pipe.q.front().map(|&(t, g, _)| (t, g as usize));
-        let ahead = pipe.q.get(1).map(|&(_, g, _)| g as usize);
+        let ahead = pipe.q.get(2).map(|&(_, g, _)| g as usize);
         if let Some((t, _)) = next {
             self.q.push(t, EvKind::AckArrive(pi as u32));
         }
         // Prefetch (hints) in two stages, because the sender's heap parts can only
-        // be located once the sender itself is in cache: the ACK two ahead gets its
-        // sender, access link and timer slot, the next ACK (stage 1 one event ago)
-        // its scoreboard and controller.
+        // be located once the sender itself is in cache: the ACK three ahead gets
+        // its sender, access link and timer slot, the next ACK (stage 1 two ACKs
+        // ago) its scoreboard and controller.
         if self.prefetch {
             if let Some(g) = ahead {
                 self.eps[g].prefetch_sender();

@@ -176,8 +176,8 @@ impl std::ops::DerefMut for EpSlot {
 
 /// One flow's rarely touched facts (set-up, sampling). The per-packet state is
 /// split off by access pattern so that a 1,000-flow run touches few cold cache
-/// lines per packet: [`AccessLink`] (one line), [`Acct`], the endpoint (own `Vec`)
-/// and the dense `timer_armed` array.
+/// lines per packet: [`AccessLink`] (one line), [`Acct`], the dense [`InQueue`],
+/// the endpoint (own `Vec`) and the dense `timer_armed` array.
 #[derive(Debug)]
 struct FlowSlot {
     mss: u64,
@@ -206,16 +206,25 @@ struct AccessLink {
     full_wire: u32,
 }
 
-/// The per-flow facts the bottleneck path touches for every packet, kept apart
-/// from the (large) endpoint state so a thousand flows' worth stays in L1/L2.
-/// The byte counters live here too: every place that bumps them touches this
-/// entry anyway (bottleneck arrival follows dispatch within microseconds; a
-/// delivery reads `rev_pipe` to send its ACK).
+/// The per-flow facts the bottleneck's service touches, 16 bytes a flow so a
+/// thousand flows' worth (16 KB) stays in L1/L2: a packet leaves the queue up to
+/// a buffer's worth of time after it entered, long after its flow's other state
+/// left the cache.
+#[derive(Clone, Copy, Debug)]
+struct InQueue {
+    /// Payload bytes of this flow in the bottleneck queue.
+    bytes: u64,
+    /// Index of this flow's forward propagation pipe.
+    fwd_pipe: u32,
+}
+
+/// The per-flow counters the sending and receiving paths touch, kept apart from
+/// the (large) endpoint state. Every place that bumps them touches this entry
+/// anyway (bottleneck arrival follows dispatch within microseconds; a delivery
+/// reads `rev_pipe` to send its ACK).
 #[derive(Clone, Copy, Debug)]
 #[repr(align(64))]
 struct Acct {
-    /// Payload bytes of this flow in the bottleneck queue.
-    in_queue: u64,
     /// Payload bytes dropped at the bottleneck.
     bytes_dropped: u64,
     /// Payload bytes put on the access link, retransmissions included.
@@ -224,8 +233,7 @@ struct Acct {
     packets_sent: u64,
     /// Payload bytes that reached the receiver.
     bytes_delivered: u64,
-    /// Index of this flow's forward and reverse propagation pipes.
-    fwd_pipe: u32,
+    /// Index of this flow's reverse propagation pipe.
     rev_pipe: u32,
 }
 
@@ -266,6 +274,7 @@ struct Sim {
     /// deciding whether a new wake-up moves the timer touches no cold state.
     timer_armed: Vec<u64>,
     acct: Vec<Acct>,
+    in_queue: Vec<InQueue>,
     access_rate: Bandwidth,
     host_jitter: u64,
     /// Prefetch the next events' per-flow state (`prefetch_*`): only worth it
@@ -340,6 +349,7 @@ impl Sim {
         let mut timer_armed = Vec::with_capacity(spec.flows.len());
         let (mut fwd_delays, mut rev_delays) = (Vec::new(), Vec::new());
         let mut acct = Vec::with_capacity(spec.flows.len());
+        let mut in_queue = Vec::with_capacity(spec.flows.len());
         let mut q = EventQueue::with_capacity(spec.flows.len() * 4 + 16, spec.flows.len());
         for (i, f) in spec.flows.iter().enumerate() {
             let mut rng = rng_stream(spec.seed, FLOW_STREAM_BASE + i as u64);
@@ -393,13 +403,12 @@ impl Sim {
             };
             let full_wire = f.mss + HEADER_BYTES;
             q.push(start, EvKind::Timer(i as u32));
+            in_queue.push(InQueue { bytes: 0, fwd_pipe: pipe_index(&mut fwd_delays, f.rtt_ns / 2) });
             acct.push(Acct {
-                in_queue: 0,
                 bytes_dropped: 0,
                 bytes_sent: 0,
                 packets_sent: 0,
                 bytes_delivered: 0,
-                fwd_pipe: pipe_index(&mut fwd_delays, f.rtt_ns / 2),
                 rev_pipe: pipe_index(&mut rev_delays, f.rtt_ns - f.rtt_ns / 2),
             });
             eps.push(EpSlot(ep));
@@ -435,6 +444,7 @@ impl Sim {
             links,
             timer_armed,
             acct,
+            in_queue,
             access_rate,
             host_jitter: spec.host_jitter_ns,
             prefetch: spec.flows.len() >= PREFETCH_MIN_FLOWS,
@@ -523,7 +533,7 @@ impl Sim {
             self.acct[f].bytes_dropped += pkt.len as u64;
             return;
         }
-        self.acct[f].in_queue += pkt.len as u64;
+        self.in_queue[f].bytes += pkt.len as u64;
         let now = self.now();
         self.qdisc.enqueue(now, pkt, &mut self.qrng, &mut self.drop_scratch);
         self.account_drops();
@@ -535,9 +545,9 @@ impl Sim {
     #[inline]
     fn account_drops(&mut self) {
         for (p, _) in self.drop_scratch.drain(..) {
-            let s = &mut self.acct[p.meta.flow as usize];
-            s.in_queue -= p.len as u64;
-            s.bytes_dropped += p.len as u64;
+            let f = p.meta.flow as usize;
+            self.in_queue[f].bytes -= p.len as u64;
+            self.acct[f].bytes_dropped += p.len as u64;
         }
     }
 
@@ -558,7 +568,7 @@ impl Sim {
             self.account_drops();
         }
         if let Some(p) = p {
-            self.acct[p.meta.flow as usize].in_queue -= p.len as u64;
+            self.in_queue[p.meta.flow as usize].bytes -= p.len as u64;
             let tx = self.bneck_tx(p.meta.bytes);
             self.in_service = Some(p);
             self.q.push(self.now + tx, EvKind::LinkDone);
@@ -569,7 +579,7 @@ impl Sim {
     fn on_link_done(&mut self) {
         let p = self.in_service.take().expect("LinkDone with a packet in service");
         self.forwarded += 1;
-        let pi = self.acct[p.meta.flow as usize].fwd_pipe;
+        let pi = self.in_queue[p.meta.flow as usize].fwd_pipe;
         let pipe = &mut self.fwd[pi as usize];
         let at = self.now + pipe.delay;
         pipe.q.push_back((at, p));
@@ -787,7 +797,7 @@ impl Sim {
         }
         let mut flows = Vec::with_capacity(self.flows.len());
         for (i, (s, ep)) in self.flows.iter().zip(&self.eps).enumerate() {
-            let mut in_flight = self.acct[i].in_queue + propagating[i];
+            let mut in_flight = self.in_queue[i].bytes + propagating[i];
             in_flight += self.links[i].q.iter().map(|(_, p)| p.len as u64).sum::<u64>();
             if let Some(p) = &self.in_service {
                 if p.meta.flow as usize == i {

@@ -58,9 +58,13 @@ LEAD_S = 0.3
 RMEM_MIN_DEFAULT = (4096, 131072)
 WMEM_MIN_DEFAULT = (4096, 16384)
 
-#: Scheduling priority of linkem and the iperf3 processes: a userspace link and the
-#: traffic generators must not be starved by whatever else the machine runs.
-CHILD_NICE = -10
+#: Scheduling priority of the iperf3 processes: traffic generators must not be
+#: starved by whatever else the machine runs.
+IPERF_NICE = -10
+#: linkem runs above the hosts it serves: on 2 cores a sender that can use a whole
+#: core otherwise delays frames in linkem's receive ring by milliseconds; five
+#: levels above the hosts cut frames waiting over 1 ms 3–20× (docs/linkem.md).
+LINKEM_NICE = -15
 
 #: Version of the meaning of the live backend's meta keys and flow-table extras.
 LIVE_FORMAT_VERSION = 1
@@ -302,7 +306,7 @@ def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabi
     else:
         assert choice.linkem is not None
         cfg = linkem_link.config(resolved, topo, seed=seed)
-        run.linkem, linkem_ready_epoch = linkem_link.start(run.children, choice.linkem, topo, cfg, rdir, nice=CHILD_NICE)
+        run.linkem, linkem_ready_epoch = linkem_link.start(run.children, choice.linkem, topo, cfg, rdir, nice=LINKEM_NICE)
         link_meta = {"linkem_config": cfg, "linkem_argv": run.linkem.argv}
 
     # ---- flows: offsets from the seeded RNG, servers, then clients on schedule
@@ -323,7 +327,7 @@ def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabi
     for fl in flows:
         fl.server = run.children.start(f"server-{fl.index}", topo.receiver.ns,
                                        iperf.server_args(binary, fl.port, rdir / f"server-{fl.index}.json"),
-                                       stderr=rdir / f"server-{fl.index}.stderr", nice=CHILD_NICE)
+                                       stderr=rdir / f"server-{fl.index}.stderr", nice=IPERF_NICE)
     _wait_listening(topo, [fl.port for fl in flows], run)
     report("setup", 0.0, f"namespaces, {choice.path} link and {len(flows)} iperf3 server(s) up "
                          f"in {time.monotonic() - t_setup:.2f} s")
@@ -348,7 +352,7 @@ def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabi
             fl.launched_epoch = time.time()
             fl.child = run.children.start(f"client-{fl.index}", topo.senders[fl.index].ns,
                                           iperf.client_args(binary, spec, fl.logfile),
-                                          stderr=rdir / f"flow-{fl.index}.stderr", nice=CHILD_NICE)
+                                          stderr=rdir / f"flow-{fl.index}.stderr", nice=IPERF_NICE)
             now = time.monotonic()
         started = [fl for fl in flows if fl.child is not None]
         for fl in started:
@@ -423,7 +427,7 @@ def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabi
                      "launched_epoch": fl.launched_epoch} for fl in flows],
         "live_format_version": LIVE_FORMAT_VERSION,
         "t0_epoch": t0_epoch,
-        "child_nice": CHILD_NICE,
+        "child_nice": {"iperf3": IPERF_NICE, "linkem": LINKEM_NICE},
         "load_average": list(os.getloadavg()),
         "interval_s": interval_s,
         "duration_s": duration_s,

@@ -2,13 +2,12 @@
 
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from cli_helpers import fairlab
 from fairlab.analysis import AnalysisError, analyze
 from fairlab.cli import expand_multi_value_options
 from fairlab.trace import Trace
@@ -99,13 +98,11 @@ def test_multi_value_options_are_expanded():
     assert expand_multi_value_options(argv) == ["analyze", "a.json", "--calibration", "c1.json", "--calibration", "c2.json", "--json"]
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-c", "from fairlab.cli import main; main()", *args], capture_output=True, text=True)
 
 
 def test_cli_json_is_the_documented_document(tmp_path):
     p = constant_trace([5e9, 3e9, 1e9], labels=["a", "b", "c"]).to_parquet(tmp_path / "t.parquet")
-    r = _cli("analyze", str(p), "--json", "--window", "10:50")
+    r = fairlab("analyze", str(p), "--json", "--window", "10:50")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["window"] == [10.0, 50.0]
@@ -119,7 +116,7 @@ def test_cli_json_is_the_documented_document(tmp_path):
 
 def test_cli_plot_writes_pngs(tmp_path):
     p = constant_trace([2e6, 1e6]).to_parquet(tmp_path / "t.parquet")
-    r = _cli("analyze", str(p), "--plot", str(tmp_path / "plots"))
+    r = fairlab("analyze", str(p), "--plot", str(tmp_path / "plots"))
     assert r.returncode == 0, r.stderr
     for name in ("throughput.png", "jain_over_time.png"):
         assert (tmp_path / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -128,6 +125,6 @@ def test_cli_plot_writes_pngs(tmp_path):
 @pytest.mark.parametrize("args,needle", [(["--window", "abc"], "--window"), (["--window", "90:10"], "empty")])
 def test_cli_bad_arguments_exit_2_with_a_sentence(tmp_path, args, needle):
     p = constant_trace([2e6, 1e6]).to_parquet(tmp_path / "t.parquet")
-    r = _cli("analyze", str(p), *args)
+    r = fairlab("analyze", str(p), *args)
     assert r.returncode == 2
     assert needle in r.stderr and "Traceback" not in r.stderr

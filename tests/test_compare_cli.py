@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 
+from cli_helpers import fairlab
 from fairlab.analysis import analyze
 from fairlab.campaign.plan import derive_seed
 from fairlab.trace import Trace
@@ -65,8 +64,7 @@ def run_compare(tmp_path, *args: str) -> dict:
     scen = tmp_path / "s.toml"
     scen.write_text(SCENARIO)
     out = tmp_path / "out"
-    p = subprocess.run([sys.executable, "-c", "from fairlab.cli import main; main()", "compare", str(scen), "--out", str(out), "--json", *args],
-                       capture_output=True, text=True, timeout=180)
+    p = fairlab("compare", scen, "--out", out, "--json", *args, timeout=180)
     assert p.returncode == 0, p.stderr[-2000:]
     return json.loads(p.stdout), out
 

@@ -3,11 +3,11 @@ file, and `fairlab analyze h1.json h3.json` on two concurrent clients, checked a
 an independent hand computation from the raw JSON (to 4 decimals)."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from cli_helpers import fairlab
 
 REC = Path(__file__).resolve().parent.parent / "examples" / "recordings"
 
@@ -17,7 +17,7 @@ def jain(xs):
 
 
 def analyze_json(*files):
-    r = subprocess.run([sys.executable, "-c", "from fairlab.cli import main; main()", "analyze", *map(str, files), "--json"], capture_output=True, text=True)
+    r = fairlab("analyze", *files, "--json")
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -69,7 +69,7 @@ def test_two_concurrent_client_files_match_a_hand_computation():
 @pytest.mark.parametrize("name", ["iperf3_truncated.json", "iperf3_error_refused.json", "ping_log.txt", "random.json", "empty.json"])
 def test_broken_and_foreign_files_exit_2_naming_the_file(name):
     path = Path(__file__).resolve().parent / "data" / name
-    r = subprocess.run([sys.executable, "-c", "from fairlab.cli import main; main()", "analyze", str(path)], capture_output=True, text=True)
+    r = fairlab("analyze", path)
     assert r.returncode == 2
     assert name in r.stderr and "Traceback" not in r.stderr
     assert r.stderr.count("\n") <= 2  # one sentence, not a dump

@@ -183,66 +183,68 @@ mod tests {
         }
     }
 
+    /// The queue under test driven in lockstep with [`Reference`]: every pop must
+    /// return what the reference pops.
+    struct Checked {
+        q: EventQueue,
+        reference: Reference,
+    }
+
+    impl Checked {
+        fn new() -> Self {
+            Checked { q: EventQueue::with_capacity(4, 4), reference: Reference::default() }
+        }
+        fn push(&mut self, t: u64, kind: EvKind) {
+            let timer_of = if let EvKind::Timer(f) = kind { Some(f) } else { None };
+            self.q.push(t, kind);
+            self.reference.push(t, timer_of);
+        }
+        /// Pop from both and compare; the popped time, if any.
+        fn pop(&mut self) -> Option<u64> {
+            let e = self.q.pop();
+            assert_eq!(e.map(|e| (e.time, e.seq)), self.reference.pop());
+            e.map(|e| e.time)
+        }
+    }
+
+    /// A 64-bit LCG step (Knuth's MMIX constants): cheap reproducible test input.
+    fn lcg(x: &mut u64) -> u64 {
+        *x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *x
+    }
+
     #[test]
     fn interleaved_pushes_and_pops_match_a_sorted_order() {
-        // Exercise the `front` slot against a reference: every pop must return the
-        // smallest (time, seq) scheduled so far.
-        let mut q = EventQueue::with_capacity(4, 4);
-        let mut reference = Reference::default();
-        let mut x: u64 = 12345;
-        let mut now = 0u64;
+        // Exercise the `front` slot: few events, mostly packet events.
+        let mut c = Checked::new();
+        let (mut x, mut now) = (12345u64, 0u64);
         for step in 0..2000 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let n = (x >> 60) % 3;
-            for k in 0..n {
-                let t = now + ((x >> (8 * k + 8)) & 0xff) % 50;
-                let flow = step % 7;
-                if (x >> 40) % 4 == 0 {
-                    q.push(t, EvKind::Timer(flow));
-                    reference.push(t, Some(flow));
-                } else {
-                    q.push(t, EvKind::LinkDone);
-                    reference.push(t, None);
-                }
+            let r = lcg(&mut x);
+            for k in 0..(r >> 60) % 3 {
+                let t = now + ((r >> (8 * k + 8)) & 0xff) % 50;
+                c.push(t, if (r >> 40) % 4 == 0 { EvKind::Timer(step % 7) } else { EvKind::LinkDone });
             }
-            let e = q.pop();
-            assert_eq!(e.map(|e| (e.time, e.seq)), reference.pop());
-            if let Some(e) = e {
-                now = e.time;
-            }
+            now = c.pop().unwrap_or(now);
         }
     }
 
     #[test]
     fn many_timers_pop_in_time_then_sequence_order() {
-        // Mostly timers (re-armed often) against the reference, with many ties.
-        let mut q = EventQueue::with_capacity(4, 4);
-        let mut reference = Reference::default();
-        let mut x: u64 = 987654321;
-        let mut now = 0u64;
+        // Mostly timers of a thousand flows, re-armed often, with many ties.
+        let mut c = Checked::new();
+        let (mut x, mut now) = (987654321u64, 0u64);
         for step in 0..20000u32 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let n = if step < 3000 { 2 } else { (x >> 61) % 3 };
+            let r = lcg(&mut x);
+            let n = if step < 3000 { 2 } else { (r >> 61) % 3 };
             for k in 0..n {
-                let t = now + ((x >> (8 * k + 8)) & 0x3f);
-                if (x >> 50) % 8 == 0 {
-                    q.push(t, EvKind::LinkDone);
-                    reference.push(t, None);
-                } else {
-                    let flow = ((x >> (8 * k + 20)) % 1000) as u32;
-                    q.push_timer(t, flow);
-                    reference.push(t, Some(flow));
-                }
+                let t = now + ((r >> (8 * k + 8)) & 0x3f);
+                let flow = ((r >> (8 * k + 20)) % 1000) as u32;
+                c.push(t, if (r >> 50) % 8 == 0 { EvKind::LinkDone } else { EvKind::Timer(flow) });
             }
-            if let Some(e) = q.pop() {
-                assert_eq!(Some((e.time, e.seq)), reference.pop());
-                now = e.time;
-            }
+            now = c.pop().unwrap_or(now);
         }
-        while let Some(e) = q.pop() {
-            assert_eq!(Some((e.time, e.seq)), reference.pop());
-        }
-        assert_eq!(reference.pop(), None);
+        while c.pop().is_some() {}
+        assert_eq!(c.reference.pop(), None);
     }
 
     #[test]

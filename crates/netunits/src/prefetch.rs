@@ -52,15 +52,14 @@ fn hint_line(_p: *const u8) {}
 mod tests {
     use super::*;
 
+    /// The line arithmetic must not overflow or panic for any size, including an
+    /// empty slice (size 0) and a value larger than `MAX_LINES` lines.
     #[test]
-    fn hints_any_size_without_touching_values() {
+    fn hints_values_of_any_size() {
         let big = [7u8; 4096];
         prefetch(&big);
         prefetch(&big[..0]);
         prefetch(&3u64);
-        let v: Vec<u32> = (0..100).collect();
-        prefetch(v.as_slice());
-        assert_eq!(big[4095], 7);
-        assert_eq!(v[99], 99);
+        prefetch(&());
     }
 }

@@ -51,9 +51,9 @@ def compare(
             if not as_json:
                 err_console.print(f"running {backend}" + (f", run {k + 1} of {n} (seed {s})" if n > 1 else "") + " …")
             per_run.append(run_scenario(model, seed=s, backend=backend, run_index=k))
-        traces[backend] = per_run[0] if n == 1 else concat(per_run)
+        traces[backend] = concat(per_run)
         traces[backend].to_parquet(out_dir / f"{backend}.parquet")
-        analyses[backend] = [analyze(traces[backend], window=window, run=k if n > 1 else None) for k in range(n)]
+        analyses[backend] = [analyze(traces[backend], window=window, run=k) for k in range(n)]
     summary = {b: _summary(analyses[b]) for b in BACKENDS}
     live_meta = traces["live"].meta
     if as_json:

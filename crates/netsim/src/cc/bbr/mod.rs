@@ -469,9 +469,8 @@ impl CongestionControl for Bbr {
         }
     }
 
-    /// The rate the sender charges each packet's WIRE size against: BBR's
-    /// payload rate scaled by (MSS + overhead) / MSS, so that the payload goes
-    /// out at Linux's `sk_pacing_rate` (`pacing.rs`).
+    /// Linux's `sk_pacing_rate`, a payload rate: the sender charges each
+    /// packet's payload against it, as Linux charges `skb->len` (`pacing.rs`).
     fn pacing_rate(&self) -> Option<Bandwidth> {
         Some(self.payload_pacing_rate())
     }

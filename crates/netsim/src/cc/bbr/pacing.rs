@@ -1,6 +1,7 @@
 //! Pacing rate = pacing_gain · bw, 1% below (draft-00 "Pacing rate";
 //! Linux `bbr_set_pacing_rate`, `bbr_init_pacing_rate_from_rtt`,
-//! `bbr_pacing_margin_percent`), and its conversion to the sender's wire units.
+//! `bbr_pacing_margin_percent`). The rate is of payload, as Linux's
+//! `sk_pacing_rate` is, and the sender charges each packet's payload against it.
 
 use super::Bbr;
 use crate::cc::AckSample;

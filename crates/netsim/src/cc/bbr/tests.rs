@@ -15,8 +15,7 @@ fn init() -> CcInit {
 }
 
 /// The configuration most tests use: the PROBE_BW entry phase pinned to 2 (the
-/// default draws it, as Linux does), and no per-packet pacing overhead, because
-/// the synthetic driver and the test path (`testpath.rs`) charge payload only.
+/// default draws it, as Linux does).
 fn cfg() -> BbrConfig {
     BbrConfig { cycle_start: Some(2), ..BbrConfig::default() }
 }

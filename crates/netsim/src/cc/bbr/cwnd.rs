@@ -70,15 +70,16 @@ impl Bbr {
         }
     }
 
-    /// Linux `bbr_set_cwnd_to_recover_or_restore`: returns `Some(cwnd)` while
-    /// packet conservation is in force (then the model's target is not applied).
+    /// Linux `bbr_set_cwnd_to_recover_or_restore`: the window after this ACK's
+    /// loss deduction and recovery transitions, and whether packet conservation
+    /// is in force (then the model's target is not applied to it).
     ///
     /// Every ACK first takes the packets it newly marked lost off cwnd (an ACK
     /// for P packets then releases at most 2·P after the slow start below).
     /// First ACK of recovery: cwnd = flight + newly ACKed (one packet out per
     /// packet ACKed) and a new round starts. After one round, cwnd may grow by
     /// `acked` per ACK. On leaving recovery the saved window comes back.
-    fn recover_or_restore(&mut self, ack: &AckSample, acked: u64) -> Option<u64> {
+    fn recover_or_restore(&mut self, ack: &AckSample, acked: u64) -> (u64, bool) {
         let mut cwnd = self.cwnd;
         if self.rs_losses > 0 {
             cwnd = cwnd.saturating_sub(self.rs_losses).max(1);
@@ -96,10 +97,10 @@ impl Bbr {
         }
         self.prev_ca_state = state;
         if self.packet_conservation {
-            return Some(cwnd.max(flight + acked));
+            (cwnd.max(flight + acked), true)
+        } else {
+            (cwnd, false)
         }
-        self.cwnd = cwnd;
-        None
     }
 
     /// Linux `bbr_set_cwnd`: slow-start toward the target (if the estimate is
@@ -108,21 +109,26 @@ impl Bbr {
     pub(super) fn set_cwnd(&mut self, ack: &AckSample, bw: Bandwidth, gain: f64) {
         let acked = ack.acked_segments as u64;
         if acked > 0 {
-            if let Some(c) = self.recover_or_restore(ack, acked) {
-                self.cwnd = c;
-            } else {
-                let target = self.cwnd_target(bw, gain);
-                if self.full_bw_reached {
-                    self.cwnd = (self.cwnd + acked).min(target);
-                } else if self.cwnd < target || self.delivered < self.init_cwnd * self.mss {
-                    // Before the pipe is full, never cut: the estimate is rising.
-                    self.cwnd += acked;
-                }
-                self.cwnd = self.cwnd.max(self.cfg.min_cwnd_segments);
-            }
+            let (cwnd, conserving) = self.recover_or_restore(ack, acked);
+            self.cwnd = if conserving { cwnd } else { self.grow_toward_target(cwnd, acked, bw, gain) };
         }
         if self.mode == Mode::ProbeRtt {
             self.cwnd = self.cwnd.min(self.cfg.min_cwnd_segments);
         }
+    }
+
+    /// The model's part of Linux `bbr_set_cwnd`: after the pipe is full, grow by
+    /// `acked` up to the target and snap down to it; before, never cut (the
+    /// estimate is rising). At least `min_cwnd` packets.
+    fn grow_toward_target(&self, cwnd: u64, acked: u64, bw: Bandwidth, gain: f64) -> u64 {
+        let target = self.cwnd_target(bw, gain);
+        let grown = if self.full_bw_reached {
+            (cwnd + acked).min(target)
+        } else if cwnd < target || self.delivered < self.init_cwnd * self.mss {
+            cwnd + acked
+        } else {
+            cwnd
+        };
+        grown.max(self.cfg.min_cwnd_segments)
     }
 }

@@ -16,16 +16,17 @@ starts at 0 s, "f2" the one that starts at 30 s.
 
 from __future__ import annotations
 
+import ast
 import sys
 
 import numpy as np
 
-import ast
-
 from fairlab.analysis import analyze
-from fairlab.metrics.nru import classify_case
 from fairlab.campaign.aggregate import campaign_of
 from fairlab.campaign.store import Store
+from fairlab.metrics.nru import classify_case
+from fairlab.metrics.stats import run_stats
+from fairlab.scenario import units
 
 RTTS = [25, 50, 75, 100, 125, 150, 175, 200]
 
@@ -94,22 +95,12 @@ def pair_key(trace):
 
 
 def rtt_ms(point):
-    return int(float(point["flows[*].rtt"].removesuffix("ms")))
+    return units.parse_duration(point["flows[*].rtt"]) // 1_000_000
 
 
-def jain_t(tr):
-    """J(t) at the sample times where both flows are present (seed 000 Eq. 2)."""
-    x = tr.matrix().dropna().to_numpy()
-    den = x.shape[1] * (x**2).sum(1)
-    # fairlab's convention: all flows at zero is 1.0 (docs/metrics.md)
-    return np.where(den > 0, x.sum(1) ** 2 / np.where(den > 0, den, 1.0), 1.0)
-
-
-def stats(v):
-    v = [x for x in v if x is not None]
-    if not v:
-        return None, None
-    return float(np.mean(v)), (float(np.std(v, ddof=1)) if len(v) > 1 else None)
+def mean(v):
+    """Mean over runs (None where no run has a value), via fairlab's run_stats."""
+    return run_stats(v).mean
 
 
 class Cell:
@@ -127,8 +118,8 @@ class Cell:
             self.f2.append(a.flows[1].mean_bps / 1e6)
             self.jt.append(a.jain.mean_jt)
             self.jm.append(a.jain.of_means)
-            j = jain_t(tr.window(60, 300))
-            self.jt_std.append(float(np.std(j, ddof=1)))
+            # J(t) over the window at the times both flows are present (seed 000 Eq. 2)
+            self.jt_std.append(run_stats([j for _, j in a.jain_series]).std)
             if a.nru is not None:
                 self.up.append(a.nru.u_plus)
                 self.um.append(a.nru.u_minus)
@@ -138,10 +129,15 @@ class Cell:
                 self.n_conv += a.nru.t_convergence is not None
 
     def jfi_text(self):
-        m, sd = stats(self.jt)
+        s = run_stats(self.jt)
+        m, sd = s.mean, s.std
         if sd is None:
             return f"{m:.3f}"
         return f"{m:.3f} ± {sd:.3f} ({sd / m:.3f})"
+
+    def jt_cells(self):
+        """The JT_COLS cells: mean J(t) over runs, within-run std of J(t), J of means."""
+        return f"{self.jfi_text()} | {np.mean(self.jt_std):.3f} | {np.mean(self.jm):.3f}"
 
 
 def collect(store, main, calib):
@@ -172,6 +168,19 @@ def collect(store, main, calib):
     return skipped
 
 
+#: The three columns the two pair tables (Tables III/V and IV) share, in this order.
+JT_COLS = ("ours mean J(t) ± std over runs (CV)", "ours within-run std of J(t)", "ours J of means")
+
+
+def table_head(title, *columns):
+    """A Markdown table's heading, header row and separator (one "---" per column);
+    a tuple among ``columns`` is spliced in."""
+    cols = [c for col in columns for c in ((col,) if isinstance(col, str) else col)]
+    print(f"\n#### {title}\n")
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+
+
 def main(paths: list[str]) -> int:
     main_runs, calib = {}, {}
     for path in paths:
@@ -200,9 +209,8 @@ def main(paths: list[str]) -> int:
         return f" ({c.n} runs)" if c.n != 5 else ""
 
     for tcp in ("reno", "bic", "cubic"):
-        print(f"\n#### CCID2 (f1, 0 s) vs {tcp} (f2, 30 s) — seed 001 Tables V and III\n")
-        print("| RTT ms | paper f1 / f2 | ours f1 / f2 | Δ f1 / Δ f2 | paper JFI, std | ours mean J(t) ± std over runs (CV) | ours within-run std of J(t) | ours J of means |")
-        print("|---|---|---|---|---|---|---|---|")
+        table_head(f"CCID2 (f1, 0 s) vs {tcp} (f2, 30 s) — seed 001 Tables V and III",
+                   "RTT ms", "paper f1 / f2", "ours f1 / f2", "Δ f1 / Δ f2", "paper JFI, std", JT_COLS)
         for i, rtt in enumerate(RTTS):
             c = cells.get((("ccid2", tcp), rtt))
             p1, p2 = T5[tcp][i]
@@ -211,25 +219,21 @@ def main(paths: list[str]) -> int:
                 print(f"| {rtt} | {p1} / {p2} | not run | | {pj:.2f}, {ps:.2f} | | | |")
                 continue
             o1, o2 = np.mean(c.f1), np.mean(c.f2)
-            print(f"| {rtt}{n_of(c)} | {p1} / {p2} | {o1:.1f} / {o2:.1f} | {o1 - p1:+.1f} / {o2 - p2:+.1f} | {pj:.2f}, {ps:.2f} "
-                  f"| {c.jfi_text()} | {np.mean(c.jt_std):.3f} | {np.mean(c.jm):.3f} |")
+            print(f"| {rtt}{n_of(c)} | {p1} / {p2} | {o1:.1f} / {o2:.1f} | {o1 - p1:+.1f} / {o2 - p2:+.1f} | {pj:.2f}, {ps:.2f} | {c.jt_cells()} |")
 
     for tcp in ("reno", "bic", "cubic"):
-        print(f"\n#### {tcp} (f1, 0 s) vs CCID2 (f2, 30 s) — seed 001 Table IV (the paper gives no throughputs for this order)\n")
-        print("| RTT ms | ours f1 / f2 | paper JFI, std | ours mean J(t) ± std over runs (CV) | ours within-run std of J(t) | ours J of means |")
-        print("|---|---|---|---|---|---|")
+        table_head(f"{tcp} (f1, 0 s) vs CCID2 (f2, 30 s) — seed 001 Table IV (the paper gives no throughputs for this order)",
+                   "RTT ms", "ours f1 / f2", "paper JFI, std", JT_COLS)
         for i, rtt in enumerate(RTTS):
             c = cells.get(((tcp, "ccid2"), rtt))
             pj, ps = T4[tcp][i]
             if c is None:
                 print(f"| {rtt} | not run | {pj:.2f}, {ps:.2f} | | | |")
                 continue
-            print(f"| {rtt}{n_of(c)} | {np.mean(c.f1):.1f} / {np.mean(c.f2):.1f} | {pj:.2f}, {ps:.2f} | {c.jfi_text()} "
-                  f"| {np.mean(c.jt_std):.3f} | {np.mean(c.jm):.3f} |")
+            print(f"| {rtt}{n_of(c)} | {np.mean(c.f1):.1f} / {np.mean(c.f2):.1f} | {pj:.2f}, {ps:.2f} | {c.jt_cells()} |")
 
-    print("\n#### Two flows of the same protocol (calibration runs) — seed 001 Table II / seed 000 Table III\n")
-    print("| protocol | RTT ms | paper f1 / f2 | ours f1 / f2 | ours mean J(t) ± std over runs |")
-    print("|---|---|---|---|---|")
+    table_head("Two flows of the same protocol (calibration runs) — seed 001 Table II / seed 000 Table III",
+               "protocol", "RTT ms", "paper f1 / f2", "ours f1 / f2", "ours mean J(t) ± std over runs")
     for cca in ("reno", "bic", "cubic", "ccid2"):
         for rtt in RTTS:
             c = calib_cells.get((cca, rtt))
@@ -242,9 +246,9 @@ def main(paths: list[str]) -> int:
             print(f"| {cca} | {rtt}{n_of(c)} | {ptxt} | {np.mean(c.f1):.1f} / {np.mean(c.f2):.1f} | {c.jfi_text()} |")
 
     for tcp in ("reno", "cubic"):
-        print(f"\n#### CCID2 vs {tcp}: seed 000 Tables IV–VII (25 runs) beside ours (weights from our calibration runs, t_e = 30 s)\n")
-        print("| RTT ms | seed-000 f1 / f2 | seed-000 JFI, CV | seed-000 NRU ⟨U+, U−, S⟩ (Case) | ours NRU ⟨U+, U−, S⟩ (Case) | ours U_N | seed-000 T_U s | ours T_U s (converged/runs) |")
-        print("|---|---|---|---|---|---|---|---|")
+        table_head(f"CCID2 vs {tcp}: seed 000 Tables IV–VII (25 runs) beside ours (weights from our calibration runs, t_e = 30 s)",
+                   "RTT ms", "seed-000 f1 / f2", "seed-000 JFI, CV", "seed-000 NRU ⟨U+, U−, S⟩ (Case)", "ours NRU ⟨U+, U−, S⟩ (Case)",
+                   "ours U_N", "seed-000 T_U s", "ours T_U s (converged/runs)")
         for i, rtt in enumerate(RTTS):
             c = cells.get((("ccid2", tcp), rtt))
             a1, a2 = T4_000[tcp][i]
@@ -256,10 +260,10 @@ def main(paths: list[str]) -> int:
                 why = "not run" if c is None else "no calibration"
                 print(f"| {rtt} | {a1} / {a2} | {j:.2f}, {cv:.2f} | {ptuple} | {why} | | {tu or '—'} | |")
                 continue
-            oup, oum, oss = stats(c.up)[0], stats(c.um)[0], stats(c.ss)[0]
-            otu = stats(c.tu)[0]
+            oup, oum, oss = mean(c.up), mean(c.um), mean(c.ss)
+            otu = mean(c.tu)
             print(f"| {rtt}{n_of(c)} | {a1} / {a2} | {j:.2f}, {cv:.2f} | {ptuple} "
-                  f"| ⟨{f1(oup, 2)}, {f1(oum, 2)}, {f1(oss, 2)}⟩ ({case_of(oup, oum)}) | {f1(stats(c.umean)[0], 2)} "
+                  f"| ⟨{f1(oup, 2)}, {f1(oum, 2)}, {f1(oss, 2)}⟩ ({case_of(oup, oum)}) | {f1(mean(c.umean), 2)} "
                   f"| {tu or '—'} | {f1(otu, 0)} ({c.n_conv}/{c.n}) |")
     return 0
 

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{bdp_packets, dumbbell, flow, go, goodput, mean, mean_jain, payload_capacity, S};
+use common::{bdp_packets, dumbbell, flow, go, goodput, mean, mean_jain, payload_capacity};
 use netsim::{RunOutput, ScenarioSpec};
 
 fn mean_goodput(out: &RunOutput, f: u32, lo_s: u64, hi_s: u64) -> f64 {
@@ -25,7 +25,9 @@ fn pair(a: &str, b: &str, rate: u64, rtt_ms: u64, buffer_bdp: f64, secs: u64) ->
 
 /// 10 Mbit/s, 40 ms, one BDP of buffer: any window-based controller that cuts
 /// at most once per episode keeps the pipe full (Reno's sawtooth from BDP+buffer
-/// down to half of it never drops below one BDP).
+/// down to half of it never drops below one BDP), so after slow start the link
+/// is busy all the time. (A cut to 1/4 would leave it idle for a third of each
+/// sawtooth, ≈ 92 % on average, which the 95 % bound rejects.)
 fn fills_the_link_alone(cca: &str) {
     let (rate, rtt) = (10_000_000, 40);
     let mut s = dumbbell(rate, bdp_packets(rate, rtt, 1.0), 30);
@@ -34,7 +36,7 @@ fn fills_the_link_alone(cca: &str) {
     let g = mean_goodput(&out, 0, 10, 30);
     let cap = payload_capacity(rate, 1448);
     eprintln!("{cca}: {:.2} of capacity", g / cap);
-    assert!(g > 0.85 * cap, "{cca} alone: goodput {g:.0} < 85% of {cap:.0}");
+    assert!(g > 0.95 * cap, "{cca} alone: goodput {g:.0} < 95% of {cap:.0}");
     // Conservation: no more payload delivered over the run than the link carries
     // (per-interval goodput may exceed it when a repaired hole releases data).
     let delivered = out.totals.flows[0].bytes_delivered as f64 * 8.0;
@@ -120,7 +122,9 @@ fn hybla_beats_reno_on_a_long_lossy_path() {
     }
     let mathis = 1.22 * 1448.0 * 8.0 / (rtt as f64 / 1e3 * p.sqrt());
     eprintln!("hybla {:.0}, reno {:.0}, Mathis bound {mathis:.0}", runs[0], runs[1]);
-    assert!(runs[1] < 2.0 * mathis, "reno {:.0} should sit near the Mathis bound {mathis:.0}", runs[1]);
+    // Near it from both sides: a Reno that collapsed (timeouts, a double cut)
+    // would make the comparison below hold trivially.
+    assert!(runs[1] > 0.5 * mathis && runs[1] < 2.0 * mathis, "reno {:.0} should sit near the Mathis bound {mathis:.0}", runs[1]);
     assert!(runs[0] > 2.0 * runs[1], "hybla {:.0} vs reno {:.0}", runs[0], runs[1]);
 }
 
@@ -151,5 +155,4 @@ fn veno_keeps_more_of_a_lossy_link_than_reno() {
     }
     eprintln!("veno {:.0}, reno {:.0}", g[0], g[1]);
     assert!(g[0] > 1.2 * g[1], "veno {:.0} vs reno {:.0}", g[0], g[1]);
-    let _ = S;
 }

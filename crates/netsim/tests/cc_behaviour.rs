@@ -23,6 +23,14 @@ fn pair(a: &str, b: &str, rate: u64, rtt_ms: u64, buffer_bdp: f64, secs: u64) ->
     s
 }
 
+/// Mean goodputs of the two flows of [`pair`] over `from_s < t ≤ secs`.
+fn pair_goodputs(a: &str, b: &str, rate: u64, rtt_ms: u64, secs: u64, from_s: u64) -> (f64, f64) {
+    let out = go(&pair(a, b, rate, rtt_ms, 1.0, secs));
+    let (ga, gb) = (mean_goodput(&out, 0, from_s, secs), mean_goodput(&out, 1, from_s, secs));
+    eprintln!("{a} {ga:.0}, {b} {gb:.0}");
+    (ga, gb)
+}
+
 /// 10 Mbit/s, 40 ms, one BDP of buffer: any window-based controller that cuts
 /// at most once per episode keeps the pipe full (Reno's sawtooth from BDP+buffer
 /// down to half of it never drops below one BDP), so after slow start the link
@@ -69,9 +77,7 @@ fn bic_and_illinois_fill_the_link_alone() {
 fn cubic_takes_more_than_reno_at_long_rtt() {
     // RFC 9438 §1/§5.7: CUBIC's growth is independent of RTT, so at 200 ms it
     // regrows after a loss far faster than Reno's 1 MSS per RTT.
-    let out = go(&pair("cubic", "reno", 50_000_000, 200, 1.0, 120));
-    let (c, r) = (mean_goodput(&out, 0, 30, 120), mean_goodput(&out, 1, 30, 120));
-    eprintln!("cubic {c:.0}, reno {r:.0}");
+    let (c, r) = pair_goodputs("cubic", "reno", 50_000_000, 200, 120, 30);
     assert!(c > 1.5 * r, "cubic {c:.0} vs reno {r:.0}");
 }
 
@@ -79,9 +85,7 @@ fn cubic_takes_more_than_reno_at_long_rtt() {
 fn scalable_is_more_aggressive_than_reno() {
     // MIMD (Kelly 2003): +1 % per RTT and −12.5 % per loss against Reno's
     // +1 MSS and −50 %: at a 100 Mbit/s × 100 ms BDP Scalable dominates.
-    let out = go(&pair("scalable", "reno", 100_000_000, 100, 1.0, 60));
-    let (sc, r) = (mean_goodput(&out, 0, 20, 60), mean_goodput(&out, 1, 20, 60));
-    eprintln!("scalable {sc:.0}, reno {r:.0}");
+    let (sc, r) = pair_goodputs("scalable", "reno", 100_000_000, 100, 60, 20);
     assert!(sc > 2.0 * r, "scalable {sc:.0} vs reno {r:.0}");
 }
 
@@ -95,10 +99,9 @@ fn highspeed_is_reno_at_small_windows_and_stronger_at_large_ones() {
     assert!(j > 0.9, "HighSpeed vs Reno in a 4-packet BDP: Jain {j:.3}");
     // Both flow orders, so the outcome of the shared slow-start overshoot (who
     // happens to lose more there) cannot decide the test; judge the last minute.
-    for (hs, rn, order) in [(0, 1, ["highspeed", "reno"]), (1, 0, ["reno", "highspeed"])] {
-        let big = go(&pair(order[0], order[1], 100_000_000, 100, 1.0, 150));
-        let (h, r) = (mean_goodput(&big, hs, 90, 150), mean_goodput(&big, rn, 90, 150));
-        eprintln!("large pipe {order:?}: highspeed {h:.0}, reno {r:.0}");
+    for order in [["highspeed", "reno"], ["reno", "highspeed"]] {
+        let (g0, g1) = pair_goodputs(order[0], order[1], 100_000_000, 100, 150, 90);
+        let (h, r) = if order[0] == "highspeed" { (g0, g1) } else { (g1, g0) };
         assert!(h > 1.5 * r, "{order:?}: highspeed {h:.0} vs reno {r:.0}");
     }
 }

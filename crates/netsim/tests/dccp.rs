@@ -32,27 +32,26 @@ fn ccid2_never_retransmits_and_delivers_each_datagram_once() {
     assert!((lost - 0.01).abs() < 0.003, "random loss fraction {lost}");
 }
 
-#[test]
-fn ccid2_and_newreno_share_fairly_at_equal_rtt() {
-    // Seed 001 Table III/IV: DCCP/CCID2 vs NewReno keeps J ≈ 0.86–0.90 at all RTTs.
+/// Seed 001 set-up at 100 Mb/s, 50 ms, 1-BDP buffer, 300 s: flow `a` from 0 s,
+/// flow `b` from 30 s; mean J(t) over 60–300 s.
+fn seed001_pair_jain(a: &str, b: &str) -> f64 {
     let rate = 100_000_000;
     let mut s = dumbbell(rate, bdp_packets(rate, 50, 1.0), 300);
     s.start_jitter_ns = 10 * MS;
-    s.flows.push(flow("ccid2", 50, 0));
-    s.flows.push(flow("reno", 50, 30));
-    let out = go(&s);
-    let j = mean_jain(&out, 2, 60, 300);
+    s.flows.push(flow(a, 50, 0));
+    s.flows.push(flow(b, 50, 30));
+    mean_jain(&go(&s), 2, 60, 300)
+}
+
+#[test]
+fn ccid2_and_newreno_share_fairly_at_equal_rtt() {
+    // Seed 001 Table III/IV: DCCP/CCID2 vs NewReno keeps J ≈ 0.86–0.90 at all RTTs.
+    let j = seed001_pair_jain("ccid2", "reno");
     assert!(j >= 0.85, "mean J(t) = {j:.3}");
 }
 
 #[test]
 fn two_ccid2_flows_share_fairly() {
-    let rate = 100_000_000;
-    let mut s = dumbbell(rate, bdp_packets(rate, 50, 1.0), 300);
-    s.start_jitter_ns = 10 * MS;
-    s.flows.push(flow("ccid2", 50, 0));
-    s.flows.push(flow("ccid2", 50, 30));
-    let out = go(&s);
-    let j = mean_jain(&out, 2, 60, 300);
+    let j = seed001_pair_jain("ccid2", "ccid2");
     assert!(j >= 0.9, "mean J(t) = {j:.3}");
 }

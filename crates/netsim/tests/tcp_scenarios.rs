@@ -5,14 +5,23 @@
 mod common;
 use common::*;
 
+/// Mean goodput of `flow` over `lo < t ≤ hi` (seconds).
+fn mean_goodput(out: &netsim::RunOutput, flow: u32, lo_s: u64, hi_s: u64) -> f64 {
+    mean(&goodput(out, flow, lo_s, hi_s).iter().map(|x| x.1).collect::<Vec<_>>())
+}
+
+/// One `cca` flow alone through a DropTail buffer of `buffer_bdp` × BDP.
+fn alone(cca: &str, rate: u64, rtt_ms: u64, buffer_bdp: f64, secs: u64) -> netsim::RunOutput {
+    let mut s = dumbbell(rate, bdp_packets(rate, rtt_ms, buffer_bdp), secs);
+    s.flows.push(flow(cca, rtt_ms, 0));
+    go(&s)
+}
+
 #[test]
 fn one_reno_flow_fills_a_100mbit_link_with_a_bdp_buffer() {
     let rate = 100_000_000;
-    let mut s = dumbbell(rate, bdp_packets(rate, 100, 1.0), 120);
-    s.flows.push(flow("reno", 100, 0));
-    let out = go(&s);
-    let g: Vec<f64> = goodput(&out, 0, 20, 120).iter().map(|x| x.1).collect();
-    let util = mean(&g) / payload_capacity(rate, 1448);
+    let out = alone("reno", rate, 100, 1.0, 120);
+    let util = mean_goodput(&out, 0, 20, 120) / payload_capacity(rate, 1448);
     // With a buffer of one BDP, Reno's halved window still fills the pipe
     // (Appenzeller et al.): the link never idles after slow start.
     assert!(util >= 0.95, "utilisation {util:.3}");
@@ -32,7 +41,7 @@ fn two_reno_flows_at_equal_rtt_share_fairly() {
     let out = go(&s);
     let j = mean_jain(&out, 2, 60, 300);
     assert!(j >= 0.95, "mean J(t) = {j:.3}");
-    let total: f64 = (0..2).map(|f| mean(&goodput(&out, f, 60, 300).iter().map(|x| x.1).collect::<Vec<_>>())).sum();
+    let total: f64 = (0..2).map(|f| mean_goodput(&out, f, 60, 300)).sum();
     assert!(total / payload_capacity(rate, 1448) > 0.95, "the pair still fills the link");
 }
 
@@ -58,10 +67,9 @@ fn random_loss_goodput(p: f64, duration_s: u64) -> (f64, f64, f64) {
     s.seed = 7;
     s.flows.push(flow("reno", 100, 0));
     let out = go(&s);
-    let g: Vec<f64> = goodput(&out, 0, 60, duration_s).iter().map(|x| x.1).collect();
     assert_eq!(out.totals.drops_by_reason.iter().sum::<u64>(), 0, "no queue drops");
     assert!(out.totals.drops_random > 0);
-    let measured = mean(&g);
+    let measured = mean_goodput(&out, 0, 60, duration_s);
     // RTO ≈ SRTT + 200 ms floor (Linux-style RTO; see rtt.rs)
     (measured, mathis_bps(1448.0, 0.1, p), padhye_bps(1448.0, 0.1, p, 0.3))
 }
@@ -102,7 +110,7 @@ fn receiver_window_caps_throughput_at_rwnd_per_rtt() {
     f.rwnd_bytes = Some(64 * 1024);
     s.flows.push(f);
     let out = go(&s);
-    let g = mean(&goodput(&out, 0, 5, 30).iter().map(|x| x.1).collect::<Vec<_>>());
+    let g = mean_goodput(&out, 0, 5, 30);
     let segs = (64 * 1024 / 1448) as f64; // whole segments fit in the window
     let limit = segs * 1448.0 * 8.0 / 0.050;
     assert!(g <= limit * 1.001 && g >= 0.9 * limit, "goodput {:.2} Mb/s vs rwnd/RTT {:.2}", g / 1e6, limit / 1e6);
@@ -119,8 +127,7 @@ fn reno_throughput_ratio_grows_with_rtt_ratio_under_droptail() {
         s.flows.push(flow("reno", short, 0));
         s.flows.push(flow("reno", 100, 0));
         let out = go(&s);
-        let a = mean(&goodput(&out, 0, 40, 200).iter().map(|x| x.1).collect::<Vec<_>>());
-        let b = mean(&goodput(&out, 1, 40, 200).iter().map(|x| x.1).collect::<Vec<_>>());
+        let (a, b) = (mean_goodput(&out, 0, 40, 200), mean_goodput(&out, 1, 40, 200));
         ratios.push(a / b);
         eprintln!("rtt {short} vs 100: ratio {:.3}", a / b);
     }
@@ -184,9 +191,6 @@ fn paced_bbr_flow_fills_the_link_with_a_shallow_buffer() {
     // paces; with samples right it runs the link near capacity even when the buffer
     // is far below one BDP, where a loss-based flow could not.
     let rate = 100_000_000;
-    let mut s = dumbbell(rate, bdp_packets(rate, 50, 0.1), 40);
-    s.flows.push(flow("bbr", 50, 0));
-    let out = go(&s);
-    let g = mean(&goodput(&out, 0, 10, 40).iter().map(|x| x.1).collect::<Vec<_>>());
+    let g = mean_goodput(&alone("bbr", rate, 50, 0.1, 40), 0, 10, 40);
     assert!(g >= 0.85 * payload_capacity(rate, 1448), "BBR goodput {:.1} Mb/s", g / 1e6);
 }

@@ -13,6 +13,7 @@ from importlib import resources
 from typing import Any
 
 from ..scenario import ScenarioError, read_toml
+from .make_zhang2004 import flow_table
 
 
 @dataclass(frozen=True)
@@ -121,11 +122,8 @@ PRESETS: dict[str, Preset] = {
                 "runs": 1,
                 "duration": "100s",
                 "window": ["30s", "100s"],
-                # same flows as make_zhang2004.py writes (RTT of connection i = 10 + 10·i ms)
-                "sweep.connections": [
-                    {"label": f"N={n}", "flows": [{"cca": "reno", "rtt": f"{10 + 10 * i}ms", "ecn": True, "label": f"conn{i:02d}"} for i in range(1, n + 1)]}
-                    for n in (2, 6, 10, 14, 20)
-                ],
+                # the same flows as make_zhang2004.py writes into the full preset
+                "sweep.connections": [{"label": f"N={n}", "flows": [flow_table(i) for i in range(1, n + 1)]} for n in (2, 6, 10, 14, 20)],
             },
             quick_note="5 connection counts (N = 2, 6, 10, 14, 20) instead of 10, 1 run per condition instead of 3, and 100 s runs analysed over 30–100 s instead of 300 s over 50–300 s",
         ),

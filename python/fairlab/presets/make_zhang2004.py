@@ -32,8 +32,33 @@ def rtt_ms(i: int) -> int:
     return 10 + 10 * i
 
 
+#: BLUE's recommended settings (seed 002), shared by blue, mrtt, prto and zrtt.
+#: freeze_time is 50 ms, written in ns as the shipped TOMLs always had it ("50ms" would
+#: resolve to the same run keys, but it would change the plan's condition ids).
+BLUE_PARAMS = {"freeze_time": 50_000_000, "d1": 0.02, "d2": 0.002, "q_lim": 100, "ecn": True}
+
+
+def flow_table(i: int) -> dict[str, object]:
+    """Connection i (1-based) as a flow table; the preset's quick variant uses it too."""
+    return {"cca": "reno", "rtt": f"{rtt_ms(i)}ms", "ecn": True, "label": f"conn{i:02d}"}
+
+
+def _toml(v: object) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return f'"{v}"' if isinstance(v, str) else str(v)
+
+
+def _inline(table: dict[str, object]) -> str:
+    return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in table.items()) + " }"
+
+
+def _lines(table: dict[str, object]) -> str:
+    return "".join(f"{k} = {_toml(v)}\n" for k, v in table.items())
+
+
 def flow(i: int) -> str:
-    return f'{{ cca = "reno", rtt = "{rtt_ms(i)}ms", ecn = true, label = "conn{i:02d}" }}'
+    return _inline(flow_table(i))
 
 
 HEADER = """\
@@ -46,7 +71,7 @@ HEADER = """\
 # uses ECN (every flow `ecn = true`), TCP Reno (fairlab `reno`, SACK on) and BLUE's
 # recommended settings: freeze_time = 50 ms, d1 = 0.02, d2 = 0.002, q_lim = 100 packets
 # (fairlab's blue/zrtt/mrtt/prto defaults, spelled out below for blue-based qdiscs;
-# freeze_time in integer ns because qdisc params reach the engine unparsed).
+# freeze_time in ns).
 # Compared: BLUE, MRTT (Matsuda, as the authors re-implemented it on BLUE), PRTO
 # (Habib), ZRTT (Eq. 4, P_th = 0.05, w = 0.1, hinted base RTT as in the paper) and CSFQ
 # (Stoica), the qdisc axis below (docs/qdiscs.md for how fairlab implements each).
@@ -63,18 +88,12 @@ HEADER = """\
 """
 
 
-def blue_params() -> str:
-    # freeze_time in integer nanoseconds (50 ms): fairlab hands qdisc params to the engine
-    # unparsed, so "50ms" is refused (docs/qdiscs.md says it would be parsed).
-    return "freeze_time = 50000000  # 50 ms\nd1 = 0.02\nd2 = 0.002\nq_lim = 100\necn = true\n"
-
-
 def common(name: str) -> str:
     return (
         f'name = "{name}"\nduration = "{DURATION}"\ninterval = "1s"\n'
         f'window = ["{WINDOW[0]}", "{WINDOW[1]}"]\nseed = {SEED}\nruns = {RUNS}\n\n'
         f'[bottleneck]\nrate = "{RATE}"\nbuffer = "{BUFFER}"\nqdisc = "blue"\n\n'
-        f"[bottleneck.params]\n{blue_params()}\n"
+        f"[bottleneck.params]\n{_lines(BLUE_PARAMS)}\n"
     )
 
 
@@ -85,8 +104,7 @@ def qdisc_axis() -> str:
         if q == "csfq":
             vals.append('  { label = "csfq", "bottleneck.qdisc" = "csfq", "bottleneck.params" = {} },')
         else:
-            p = '{ freeze_time = 50000000, d1 = 0.02, d2 = 0.002, q_lim = 100, ecn = true }'
-            vals.append(f'  {{ label = "{q}", "bottleneck.qdisc" = "{q}", "bottleneck.params" = {p} }},')
+            vals.append(f'  {{ label = "{q}", "bottleneck.qdisc" = "{q}", "bottleneck.params" = {_inline(BLUE_PARAMS)} }},')
     return "qdisc = [\n" + "\n".join(vals) + "\n]\n"
 
 
@@ -99,7 +117,7 @@ def set1() -> str:
     )
     doc += common("zhang2004-zrtt")
     for i in range(1, SET1_N[0] + 1):
-        doc += f'[[flows]]\ncca = "reno"\nrtt = "{rtt_ms(i)}ms"\necn = true\nlabel = "conn{i:02d}"\n\n'
+        doc += f"[[flows]]\n{_lines(flow_table(i))}\n"
     doc += "[sweep]\nconnections = [\n"
     for n in SET1_N:
         flows = ", ".join(flow(i) for i in range(1, n + 1))
@@ -118,7 +136,7 @@ def set2() -> str:
     )
     doc += common("zhang2004-zrtt-sessions")
     for i in range(1, SET2_N + 1):
-        doc += f'[[flows]]\ncca = "reno"\nrtt = "{rtt_ms(i)}ms"\necn = true\nlabel = "conn{i:02d}"\n\n'
+        doc += f"[[flows]]\n{_lines(flow_table(i))}\n"
     doc += "[sweep]\nsessions = [\n"
     for s in SET2_SESSIONS:
         doc += f'  {{ label = "S={s}", "flows[*].count" = {s} }},\n'

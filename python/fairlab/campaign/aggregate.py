@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis import analyze
+from ..ingest import load as ingest_load
 from ..metrics.nru import classify_case, format_tuple
 from ..metrics.stats import RunStats, run_stats
 from ..scenario import Scenario
@@ -135,15 +136,9 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionR
             if all(e in solo_means for e in entry):
                 solo = [solo_means[e] for e in entry]
 
-        measured_cal = measured_base = None
-        if model.analysis.nru and model.analysis.calibration_files:
-            from ..ingest import load as ingest_load
-
-            measured_cal = ingest_load(model.analysis.calibration_files)
-        if model.analysis.harm and model.analysis.baseline_files:
-            from ..ingest import load as ingest_load
-
-            measured_base = ingest_load(model.analysis.baseline_files)
+        # measured calibration / solo runs named in [analysis] (the plan then derives none)
+        measured_cal = ingest_load(model.analysis.calibration_files) if model.analysis.nru and model.analysis.calibration_files else None
+        measured_base = ingest_load(model.analysis.baseline_files) if model.analysis.harm and model.analysis.baseline_files else None
         jt, jm, flow_means = [], [], [[] for _ in labels]
         res_expected = expected
         up, um, umean, ss, tu, harm_mean = [], [], [], [], [], []

@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 from .. import __version__  # noqa: E402
 from ..analysis import analyze  # noqa: E402
 from ..campaign.aggregate import ConditionResult, aggregate, campaign_of, fmt_stat  # noqa: E402
-from ..campaign.plan import CALIBRATION, MAIN, SOLO, is_grouped_axis  # noqa: E402
+from ..campaign.plan import CALIBRATION, MAIN, SOLO, _fmt_value, is_grouped_axis  # noqa: E402
 from ..campaign.store import Store, StoreError  # noqa: E402
 from ..metrics._common import fmt_num  # noqa: E402
 from ..scenario import units  # noqa: E402
@@ -86,8 +86,6 @@ def _choose_axis(sweep: dict[str, list[Any]]) -> Axis:
 
 
 def _series_label(point: dict[str, Any], axis: Axis) -> str:
-    from ..campaign.plan import _fmt_value
-
     rest = {k: v for k, v in point.items() if k != axis.key}
     if not rest:
         return "all"
@@ -116,8 +114,6 @@ def _grid(results: list[ConditionResult], axis: Axis) -> tuple[list[str], list[A
 
 
 def _col_title(v: str) -> str:
-    from ..campaign.plan import _fmt_value
-
     x = json.loads(v)
     return "—" if x is None else _fmt_value(x)
 
@@ -133,8 +129,9 @@ def _x_positions(cols: list[str]) -> tuple[list[float], list[str] | None]:
 
 def _apply_ticks(ax, ticks: list[str] | None) -> None:
     if ticks is not None:
+        long = max(len(t) for t in ticks) > 8  # slant long labels so they do not overlap
         ax.set_xticks(range(len(ticks)))
-        ax.set_xticklabels(ticks, rotation=20 if max(len(t) for t in ticks) > 8 else 0, ha="right" if max(len(t) for t in ticks) > 8 else "center", fontsize=8)
+        ax.set_xticklabels(ticks, rotation=20 if long else 0, ha="right" if long else "center", fontsize=8)
 
 
 # ---------------------------------------------------------------------- figures
@@ -147,7 +144,7 @@ def fig_jain_vs_axis(results, axis, outdir: Path, *, which: str = "mean_jt") -> 
     what = {"mean_jt": ("mean of J(t)", "jain"), "of_means": ("J of mean throughputs", "jain_of_means")}[which]
     with plt.rc_context(_STYLE):
         fig, ax = plt.subplots()
-        for s in series:
+        for si, s in enumerate(series):
             ys, es, xx = [], [], []
             for x, c in zip(xs, cols):
                 r = cells.get((s, c))
@@ -157,7 +154,7 @@ def fig_jain_vs_axis(results, axis, outdir: Path, *, which: str = "mean_jt") -> 
                     ys.append(stat.mean)
                     es.append(stat.std)
             yerr = None if all(e is None for e in es) else [e or 0.0 for e in es]
-            ax.errorbar(xx, ys, yerr=yerr, capsize=3, label=s, **_series_style(series.index(s)))
+            ax.errorbar(xx, ys, yerr=yerr, capsize=3, label=s, **_series_style(si))
         ax.set_xlabel(axis.title or "condition")
         _apply_ticks(ax, ticks)
         ax.set_ylabel(f"Jain's index, {what[0]} (no unit)")

@@ -7,13 +7,8 @@
 
 mod common;
 
-use common::{bdp_packets, dumbbell, flow, go, goodput, mean, mean_jain, payload_capacity};
-use netsim::{RunOutput, ScenarioSpec};
-
-fn mean_goodput(out: &RunOutput, f: u32, lo_s: u64, hi_s: u64) -> f64 {
-    let g: Vec<f64> = goodput(out, f, lo_s, hi_s).into_iter().map(|(_, x)| x).collect();
-    mean(&g)
-}
+use common::{bdp_packets, dumbbell, flow, go, mean_goodput, mean_jain, payload_capacity};
+use netsim::ScenarioSpec;
 
 /// Two bulk flows with the same RTT through one DropTail bottleneck.
 fn pair(a: &str, b: &str, rate: u64, rtt_ms: u64, buffer_bdp: f64, secs: u64) -> ScenarioSpec {

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{bdp_packets, dumbbell, flow, go, goodput, mean, S};
+use common::{bdp_packets, dumbbell, flow, go, mean, mean_goodput, S};
 use netsim::{RunOutput, ScenarioSpec};
 
 /// Mean bottleneck queue (packets) over samples with `lo < t ≤ hi` seconds.
@@ -14,11 +14,6 @@ fn mean_queue(out: &RunOutput, lo_s: u64, hi_s: u64) -> f64 {
     let b = &out.bottleneck;
     let q: Vec<f64> = (0..b.t_ns.len()).filter(|&i| b.t_ns[i] > lo_s * S && b.t_ns[i] <= hi_s * S).map(|i| b.queue_pkts[i] as f64).collect();
     mean(&q)
-}
-
-fn mean_goodput(out: &RunOutput, f: u32, lo_s: u64, hi_s: u64) -> f64 {
-    let g: Vec<f64> = goodput(out, f, lo_s, hi_s).into_iter().map(|(_, x)| x).collect();
-    mean(&g)
 }
 
 fn single(cca: &str, rate: u64, rtt_ms: u64, buffer: u64, secs: u64) -> ScenarioSpec {

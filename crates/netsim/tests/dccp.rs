@@ -11,7 +11,7 @@ fn one_ccid2_flow_fills_the_link_at_low_rtt() {
     let mut s = dumbbell(rate, bdp_packets(rate, 25, 1.0), 60);
     s.flows.push(flow("ccid2", 25, 0));
     let out = go(&s);
-    let g = mean(&goodput(&out, 0, 10, 60).iter().map(|x| x.1).collect::<Vec<_>>());
+    let g = mean_goodput(&out, 0, 10, 60);
     assert!(g >= 0.90 * payload_capacity(rate, 1448), "goodput {:.1} Mb/s", g / 1e6);
 }
 

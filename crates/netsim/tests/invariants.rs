@@ -124,7 +124,7 @@ fn ecn_flow_through_red_is_marked_instead_of_dropped() {
     let (drops, marks) = (late(&b.drops), late(&b.marks));
     eprintln!("after 10 s: drops {drops}, marks {marks}; retransmits {}", t.flows[0].retransmits);
     assert!(marks > 10 && drops * 10 < marks, "drops {drops} vs marks {marks}");
-    let g = mean(&goodput(&out, 0, 10, 60).iter().map(|x| x.1).collect::<Vec<_>>());
+    let g = mean_goodput(&out, 0, 10, 60);
     assert!(g > 0.8 * payload_capacity(rate, 1448), "goodput {g}");
 }
 
@@ -193,7 +193,7 @@ fn every_registered_controller_runs_conserves_bytes_and_uses_the_link() {
         // (no per-flow share asserted: low-priority controllers such as TCP-LP
         // yield to Reno by design)
         assert!(out.totals.flows[0].app_bytes > 0, "{} moved no data", e.name);
-        let total: f64 = (0..2).map(|k| mean(&goodput(&out, k, 10, 30).iter().map(|x| x.1).collect::<Vec<_>>())).sum();
+        let total: f64 = (0..2).map(|k| mean_goodput(&out, k, 10, 30)).sum();
         assert!(total > 0.7 * payload_capacity(rate, 1448), "{}: link use {:.2} Mb/s", e.name, total / 1e6);
     }
 }

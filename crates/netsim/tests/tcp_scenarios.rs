@@ -6,10 +6,6 @@ mod common;
 use common::*;
 
 /// Mean goodput of `flow` over `lo < t ≤ hi` (seconds).
-fn mean_goodput(out: &netsim::RunOutput, flow: u32, lo_s: u64, hi_s: u64) -> f64 {
-    mean(&goodput(out, flow, lo_s, hi_s).iter().map(|x| x.1).collect::<Vec<_>>())
-}
-
 /// One `cca` flow alone through a DropTail buffer of `buffer_bdp` × BDP.
 fn alone(cca: &str, rate: u64, rtt_ms: u64, buffer_bdp: f64, secs: u64) -> netsim::RunOutput {
     let mut s = dumbbell(rate, bdp_packets(rate, rtt_ms, buffer_bdp), secs);

@@ -71,6 +71,11 @@ pub fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len() as f64
 }
 
+/// Mean goodput (bit/s) of `flow` over the samples with `lo < t ≤ hi` (seconds).
+pub fn mean_goodput(out: &RunOutput, flow: u32, lo_s: u64, hi_s: u64) -> f64 {
+    mean(&goodput(out, flow, lo_s, hi_s).iter().map(|x| x.1).collect::<Vec<_>>())
+}
+
 /// Jain's fairness index (seed 001 Eq. (1)): (Σx)² / (n Σx²).
 pub fn jain(xs: &[f64]) -> f64 {
     let s: f64 = xs.iter().sum();

@@ -5,7 +5,7 @@
 //! `bbr_set_cwnd_to_recover_or_restore`, `bbr_save_cwnd`, `bbr_inflight`,
 //! `bbr_quantization_budget`, `bbr_tso_segs_goal`).
 
-use super::{Bbr, CaState, Mode};
+use super::{Bbr, CaState, Mode, TCP_INIT_CWND};
 use crate::cc::AckSample;
 use netunits::Bandwidth;
 
@@ -124,7 +124,7 @@ impl Bbr {
         let target = self.cwnd_target(bw, gain);
         let grown = if self.full_bw_reached {
             (cwnd + acked).min(target)
-        } else if cwnd < target || self.delivered < self.init_cwnd * self.mss {
+        } else if cwnd < target || self.delivered < TCP_INIT_CWND * self.mss {
             cwnd + acked
         } else {
             cwnd

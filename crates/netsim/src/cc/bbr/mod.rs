@@ -76,6 +76,11 @@ pub use config::BbrConfig;
 
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, CongestionSignal, Params};
 use min_max::MinMax;
+
+/// Linux `TCP_INIT_CWND` (10 packets): BBR's BDP before any RTT sample, and the
+/// delivery count below which it grows cwnd freely (`bbr_bdp`, `bbr_set_cwnd`) —
+/// a constant there, whatever the flow's own initial window.
+const TCP_INIT_CWND: u64 = 10;
 use netunits::{Bandwidth, SimDuration, SimTime};
 
 /// BBR's operating mode (draft-00 "State machine").
@@ -120,8 +125,6 @@ enum CaState {
 pub struct Bbr {
     cfg: BbrConfig,
     mss: u64,
-    /// Initial window in packets (also Linux's `TCP_INIT_CWND` role in `bbr_bdp`).
-    init_cwnd: u64,
     /// Congestion window, packets.
     cwnd: u64,
     /// Linux sets `snd_ssthresh` on entering DRAIN; it is only reported.
@@ -207,7 +210,6 @@ impl Bbr {
         let mut b = Bbr {
             cfg,
             mss,
-            init_cwnd,
             cwnd: init_cwnd,
             ssthresh: None,
             mode: Mode::Startup,

@@ -2,7 +2,7 @@
 //! min_rtt estimate (draft-00 "Network path model"; Linux `bbr_update_bw`,
 //! `bbr_update_min_rtt`).
 
-use super::{Bbr, Mode};
+use super::{Bbr, Mode, TCP_INIT_CWND};
 use crate::cc::AckSample;
 use netunits::Bandwidth;
 
@@ -93,9 +93,9 @@ impl Bbr {
     }
 
     /// Bandwidth-delay product in packets with `gain`, rounded up (Linux
-    /// `bbr_bdp`). Without an RTT sample yet, the initial window (a safe cap).
+    /// `bbr_bdp`). Without an RTT sample yet, Linux's `TCP_INIT_CWND` (a safe cap).
     pub(super) fn bdp_pkts(&self, bw: Bandwidth, gain: f64) -> u64 {
-        let Some((rtt, _)) = self.min_rtt else { return self.init_cwnd };
+        let Some((rtt, _)) = self.min_rtt else { return TCP_INIT_CWND };
         let bytes = bw.bytes_in(rtt) as f64 * gain;
         (bytes / self.mss as f64).ceil() as u64
     }

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..campaign.plan import expand
@@ -79,7 +80,7 @@ def reproduce(
     (out_dir / "notes.txt").write_text("\n".join(notes) + ("\n" if notes else ""))
     console.print(f"[bold]{preset.title}[/] — {len(campaign.tasks)} runs into {out_dir}")
     for n in notes:
-        console.print(f"note: {n}")
+        console.print(f"note: {escape(n)}")
     run_campaign_with_progress(campaign, out_dir, workers=workers, dask=dask)
     paths = write_report(out_dir, notes=notes)
     console.print(f"report: [bold]{paths['html']}[/] (and {paths['markdown'].name}, figures/)")

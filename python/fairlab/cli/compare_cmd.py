@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..analysis import Analysis, analyze
@@ -72,10 +73,10 @@ def compare(
         return
     _print_tables(model.name, analyses, summary, n)
     for w in live_meta.get("warnings", []) or []:
-        console.print(f"[yellow]live warning:[/] {w}")
+        console.print(f"[yellow]live warning:[/] {escape(str(w))}")
     emu = live_meta.get("emulation") or {}
     how = f"{emu.get('path', '?')} — {emu.get('why', '')}" if isinstance(emu, dict) else str(emu)
-    console.print(f"live emulation: {how}")
+    console.print(f"live emulation: {escape(how)}")
     runs_note = f" ({n} runs each, column `run`)" if n > 1 else ""
     console.print(f"traces in {out_dir}/sim.parquet and {out_dir}/live.parquet{runs_note}")
 

@@ -7,6 +7,7 @@ import json
 from typing import Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from .common import console, err_console
@@ -54,7 +55,7 @@ def cleanup(
     try:
         rep = do_cleanup(run_id, dry_run=dry_run, force=force)
     except ValueError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}")
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from None
     verb = "would remove" if dry_run else "removed"
     if rep.empty:
@@ -68,6 +69,6 @@ def cleanup(
     for rid in rep.skipped_active:
         console.print(f"left run {rid} alone: it is still in progress (use --force, or --run-id {rid})", highlight=False)
     for e in rep.errors:
-        err_console.print(f"[yellow]problem:[/] {e}", highlight=False)
+        err_console.print(f"[yellow]problem:[/] {escape(str(e))}", highlight=False)
     if rep.errors:
         raise typer.Exit(1)

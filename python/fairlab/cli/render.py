@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from ..analysis import Analysis
@@ -56,7 +57,7 @@ def print_analysis(trace: Trace, a: Analysis, inputs: list[str]) -> None:
         f"[bold]fairlab analyze[/] — {len(a.flows)} flow(s), window {_secs(lo)}–{_secs(hi)} s "
         f"(seconds from the earliest flow's start), run {a.run}"
     )
-    console.print(f"input: {', '.join(inputs)}", highlight=False)
+    console.print(f"input: {escape(', '.join(inputs))}", highlight=False)
 
     t = Table(title="Flows over the window", title_justify="left")
     for col, just in (("flow", "left"), ("cca", "left"), ("mean throughput", "right"), ("samples", "right"), ("retransmits", "right"), ("mean sRTT", "right")):
@@ -119,4 +120,4 @@ def print_analysis(trace: Trace, a: Analysis, inputs: list[str]) -> None:
         console.print(f"throughput harm: mean {fmt_num(a.harm.mean, 3)}, worst {fmt_num(a.harm.max, 3)}")
 
     for note in a.notes:
-        console.print(f"[dim]note: {note}[/]", highlight=False)
+        console.print(f"[dim]note: {escape(str(note))}[/]", highlight=False)

@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.markup import escape
 
 from ..analysis import analyze
 from ..campaign.plan import load_campaign
@@ -123,7 +124,7 @@ def run_campaign_with_progress(campaign, out_dir: Path, *, workers: int | None, 
         f"{report.done} run now, {report.failed} failed ({report.wall_s:.1f} s)"
     )
     for f in store.failures():
-        console.print(f"[red]failed[/] {f['label']} run {f['run_index']}: {f['reason'].splitlines()[0]}")
+        console.print(f"[red]failed[/] {escape(f['label'])} run {f['run_index']}: {escape(f['reason'].splitlines()[0])}")
     if report.interrupted:
         console.print("[yellow]interrupted[/]: finished runs are kept; run the same command again to resume")
         raise typer.Exit(130)

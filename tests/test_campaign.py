@@ -4,13 +4,13 @@ after SIGKILL, executor equivalence, catalog queries and the report."""
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from cli_helpers import FAIRLAB_CLI, fairlab
 from fairlab.campaign.execute import run_campaign
 from fairlab.campaign.plan import CALIBRATION, MAIN, SOLO, derive_seed, expand, set_path
 from fairlab.campaign.store import Store, StoreError
@@ -207,7 +207,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
     spec = tmp_path / "c.toml"
     spec.write_text(CAMPAIGN_TOML)
     killed, clean = tmp_path / "killed", tmp_path / "clean"
-    cmd = [sys.executable, "-c", "from fairlab.cli import main; main()", "run", str(spec), "--workers", "1", "--out"]
+    cmd = [*FAIRLAB_CLI, "run", str(spec), "--workers", "1", "--out"]
     proc = subprocess.Popen([*cmd, str(killed)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 60
     while time.time() < deadline and len(list((killed / "runs").glob("*.parquet"))) < 3:
@@ -277,3 +277,27 @@ def test_missing_calibration_file_is_named(tmp_path):
 
     with pytest.raises(ScenarioError, match="analysis.calibration_files.*nope.json"):
         load_campaign(spec)
+
+
+def test_plan_refuses_a_congestion_control_the_simulator_lacks_naming_the_condition(tmp_path):
+    """Before this check a campaign planned the condition and then failed every one
+    of its runs; now `fairlab plan` (and `run`) refuse it in one sentence that keeps
+    the condition label, brackets included (the CLI must not read them as markup)."""
+    spec = tmp_path / "typo.toml"
+    spec.write_text(
+        'name = "typo"\nduration = "2s"\n[bottleneck]\nrate = "10Mbit"\nbuffer = "100%bdp"\n'
+        '[[flows]]\ncca = "reno"\nrtt = "20ms"\n[sweep]\npair = [{"flows[0].cca" = "cubic"}, {"flows[0].cca" = "renoo"}]\n'
+    )
+    r = fairlab("plan", spec)
+    assert r.returncode == 2, r.stdout
+    assert "Traceback" not in r.stderr
+    msg = " ".join(r.stderr.split())
+    assert f"{spec} [pair=renoo]: field `flows[0].cca`" in msg and "'renoo'" in msg
+    assert "cubic" in msg.split("known:")[1] and "ccid2" in msg
+    # The live backend runs the kernel's controllers, which the simulator's table does not list.
+    doc = {"name": "k", "duration": "2s", "bottleneck": {"rate": "10Mbit", "buffer": "100%bdp"},
+           "flows": [{"cca": "dctcp", "rtt": "20ms"}]}
+    assert len(expand(doc, backend="live").tasks) == 1
+    with pytest.raises(ScenarioError, match="no congestion control 'dctcp'"):
+        expand(doc, backend="sim")
+

@@ -21,6 +21,28 @@ from ..trace import Trace
 
 Progress = Callable[[float], bool | None]
 
+#: CCID2 is a DCCP endpoint, not a TCP congestion controller, so it is not in the
+#: engine's controller table; the engine accepts it by this name.
+CCID2 = ("ccid2", "DCCP with CCID 2, TCP-like AIMD in packets, no retransmission (RFC 4340/4341)", "(none)")
+
+
+def cca_table() -> list[tuple[str, str, str]]:
+    """Every congestion control a simulated flow may name: (name, summary, parameters)."""
+    from .._core import cc_registry
+
+    return [*cc_registry(), CCID2]
+
+
+def check_ccas(scenario: Scenario, where: str) -> None:
+    """Refuse a flow whose `cca` the simulator lacks, before anything runs (a
+    campaign would otherwise plan it and fail every one of its runs)."""
+    from ..scenario import ScenarioError
+
+    known = [name for name, _, _ in cca_table()]
+    for i, f in enumerate(scenario.flows):
+        if f.cca not in known:
+            raise ScenarioError(f"{where}: field `flows[{i}].cca`: the simulator has no congestion control {f.cca!r}; known: {', '.join(known)} (`fairlab list ccas`)")
+
 
 def simulate(scenario: Scenario, *, seed: int | None = None, progress: Progress | None = None) -> Trace:
     """Run ``scenario`` in the packet-level simulator and return its Trace.

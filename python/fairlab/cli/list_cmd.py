@@ -5,20 +5,11 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
+from ..backends.sim import cca_table
 from .common import console
 
 app = typer.Typer(help="List what fairlab knows: congestion controls, queue disciplines.", no_args_is_help=True)
 
-#: CCID2 is a DCCP endpoint, not a TCP congestion controller, so it is not in the
-#: engine's controller table; the scenario layer accepts it by this name.
-CCID2 = ("ccid2", "DCCP with CCID 2, TCP-like AIMD in packets, no retransmission (RFC 4340/4341)", "(none)")
-
-
-def cca_table() -> list[tuple[str, str, str]]:
-    """Every congestion control a scenario may name: (name, summary, parameters)."""
-    from .._core import cc_registry
-
-    return [*cc_registry(), CCID2]
 
 
 def qdisc_table() -> list[tuple[str, str, str]]:

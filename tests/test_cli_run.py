@@ -1,13 +1,12 @@
 """`fairlab run` and `fairlab list` from the command line, as a user meets them."""
 
 import json
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
 import fairlab
+from cli_helpers import fairlab as cli
 from fairlab.scenario import Scenario
 
 SCEN = """
@@ -29,10 +28,6 @@ cca = "reno"
 rtt = "30ms"
 start = "2s"
 """
-
-
-def cli(*args):
-    return subprocess.run([sys.executable, "-c", "from fairlab.cli import main; main()", *map(str, args)], capture_output=True, text=True)
 
 
 def test_run_writes_a_trace_and_prints_the_analyze_json(tmp_path):

@@ -7,9 +7,10 @@
 //! the loop); let the bridge run everything due; send; write a stats line if one is
 //! due; then sleep until the next deadline. The sleep
 //! is a `ppoll` on the sockets, the signalfd and a timerfd armed at an *absolute*
-//! monotonic instant `SPIN_NS` before the deadline; the last `SPIN_NS` are spent
-//! polling without blocking, because waking from a timer costs tens of
-//! microseconds of jitter on a VM and the delay budget is ±0.5 ms.
+//! monotonic instant a spin window before the deadline; the window is spent
+//! polling without blocking, because waking from a timer costs tens to hundreds
+//! of microseconds on a VM and the delay budget is ±0.5 ms. The window follows
+//! the measured lateness of the loop's own timer wake-ups ([`SpinWindow`]).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -18,11 +19,10 @@ use std::os::fd::AsRawFd;
 use netunits::SimTime;
 
 use crate::bridge::{Bridge, Egress, PortId};
+use crate::spin::SpinWindow;
 use crate::stats::{self, Schedule};
 use crate::sys::{self, PacketSocket, SendScratch, TermSignals, Timer};
 
-/// Busy-poll this close to a deadline instead of sleeping.
-pub const SPIN_NS: u64 = 50_000;
 /// At most this many frames from one port per iteration, so a flooded port cannot
 /// starve the others or delay due departures by much (256 × 1500 B at 10 Gbit/s ≈ 0.3 ms).
 const PORT_BUDGET: usize = 256;
@@ -55,6 +55,10 @@ pub struct Health {
     pub kernel_drops: u64,
     /// Ports read through a receive ring (the others use `recvmmsg`).
     pub ring_ports: usize,
+    /// Largest lateness of a timer wake-up (after the instant it was armed for).
+    pub timer_late_max_ns: u64,
+    /// Widest busy-poll window the loop used before a deadline.
+    pub spin_max_ns: u64,
 }
 
 /// Receive-ring memory per sender port: all the ports share about 56 MiB, each
@@ -119,7 +123,7 @@ pub fn run(bridge: &mut Bridge, ports: &mut Ports, mut stats: Option<BufWriter<F
     let signals = TermSignals::install()?;
     let timer = Timer::new()?;
     // Best effort: without it the timer may fire up to 50 µs late, which the spin
-    // window still absorbs.
+    // window then learns to absorb.
     let _ = sys::set_timer_slack_ns(1);
     let mut schedule = schedule;
     let mut health = Health { ring_ports: ports.socks.iter().filter(|s| s.has_ring()).count(), ..Health::default() };
@@ -135,6 +139,7 @@ pub fn run(bridge: &mut Bridge, ports: &mut Ports, mut stats: Option<BufWriter<F
         .map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 })
         .collect();
     let sig_slot = n_ports;
+    let timer_slot = n_ports + 1;
     let mut gso_warned = false;
 
     {
@@ -143,7 +148,7 @@ pub fn run(bridge: &mut Bridge, ports: &mut Ports, mut stats: Option<BufWriter<F
         so.flush()?;
     }
     let start_ns = sys::monotonic_ns();
-    let spin_ns: u64 = std::env::var("LINKEM_SPIN_NS").ok().and_then(|v| v.parse().ok()).unwrap_or(SPIN_NS);
+    let mut spin = SpinWindow::new();
     let mut block = false;
     let mut armed: Option<u64> = None;
     // The latest instant handed to the core: the next frame may not be older.
@@ -156,6 +161,11 @@ pub fn run(bridge: &mut Bridge, ports: &mut Ports, mut stats: Option<BufWriter<F
         let mono_ns = sys::monotonic_ns();
         let now = SimTime::from_nanos(mono_ns.saturating_sub(start_ns));
         let realtime_minus_start = i128::from(sys::realtime_ns()) - i128::from(mono_ns) + i128::from(start_ns);
+        if let (true, Some(target)) = (block && fds[timer_slot].revents & libc::POLLIN != 0, armed) {
+            let late = mono_ns.saturating_sub(target);
+            health.timer_late_max_ns = health.timer_late_max_ns.max(late);
+            spin.timer_woke(mono_ns, late);
+        }
 
         if fds[sig_slot].revents & libc::POLLIN != 0 && signals.received() {
             if let Some(w) = stats.as_mut() {
@@ -230,6 +240,8 @@ pub fn run(bridge: &mut Bridge, ports: &mut Ports, mut stats: Option<BufWriter<F
         // Next deadline: the bridge's next event or the next stats sample.
         let next = bridge.next_wakeup().map_or(schedule.next_due(), |t| t.min(schedule.next_due()));
         let until = next.as_nanos().saturating_sub(now.as_nanos());
+        let spin_ns = spin.ns_at(mono_ns);
+        health.spin_max_ns = health.spin_max_ns.max(spin_ns);
         block = until > spin_ns;
         if block {
             // Re-arm only when the target moved (a syscall per iteration shows up

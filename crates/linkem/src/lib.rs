@@ -15,6 +15,7 @@
 //! - [`flows`]: dense flow ids and the passive TCP-timestamp RTT estimate.
 //! - [`bridge`]: the sans-IO core — frames and `now` in, frames out; fake-time tests.
 //! - [`stats`]: the `--stats` JSON lines and their schedule.
+//! - [`spin`]: how long before a deadline the loop stops sleeping (adapts to the host).
 //! - [`driver`]: the poll loop that reads the clock once per iteration and glues
 //!   sockets to the bridge.
 //! - [`sys`]: sockets, poll, timers, signals, clock, namespaces — the only `unsafe`.
@@ -26,5 +27,6 @@ pub mod config;
 pub mod driver;
 pub mod flows;
 pub mod frame;
+pub mod spin;
 pub mod stats;
 pub mod sys;

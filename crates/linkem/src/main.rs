@@ -140,7 +140,7 @@ fn main() -> ExitCode {
             let c = bridge.counters();
             let t = bridge.totals();
             eprintln!(
-                "linkem: run {} stopped: forwarded {} pkts / {} B, qdisc drops {}, marks {}, reverse {} pkts ({} dropped), flooded {}, flows {}, tx errors {}{}, gso aggregates {}, truncated {}, kernel rx drops {}, rx rings {}/{} ports, rx wait max {} us (>1ms: {}), iterations {}, lateness max {} us (>100us: {}, >1ms: {})",
+                "linkem: run {} stopped: forwarded {} pkts / {} B, qdisc drops {}, marks {}, reverse {} pkts ({} dropped), flooded {}, flows {}, tx errors {}{}, gso aggregates {}, truncated {}, kernel rx drops {}, rx rings {}/{} ports, rx wait max {} us (>1ms: {}), iterations {}, lateness max {} us (>100us: {}, >1ms: {}), timer wake-up late max {} us, spin window max {} us",
                 cfg.run_id,
                 t.forwarded_pkts,
                 t.forwarded_bytes,
@@ -162,7 +162,9 @@ fn main() -> ExitCode {
                 h.iterations,
                 h.max_late_ns / 1000,
                 h.late_over_100us,
-                h.late_over_1ms
+                h.late_over_1ms,
+                h.timer_late_max_ns / 1000,
+                h.spin_max_ns / 1000
             );
             ExitCode::SUCCESS
         }

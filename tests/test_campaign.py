@@ -159,6 +159,24 @@ def test_failed_runs_are_recorded_and_the_campaign_goes_on(tmp_path):
     assert "no-such-qdisc" in fail["reason"] and "known:" in fail["reason"]
 
 
+def test_the_cli_exits_1_when_runs_failed_and_keeps_the_rest(tmp_path):
+    """A campaign whose runs fail must not look like success to a script: exit 1,
+    the count and where the reasons are; the runs that finished are kept."""
+    spec = tmp_path / "half.toml"
+    spec.write_text(
+        'name = "half"\nduration = "4s"\n[bottleneck]\nrate = "10Mbit"\nbuffer = "100%bdp"\n'
+        '[[flows]]\ncca = "reno"\nrtt = "20ms"\n[sweep]\n"bottleneck.qdisc" = ["droptail", "no-such-qdisc"]\n'
+    )
+    out = tmp_path / "out"
+    r = fairlab("run", spec, "--out", out, "--workers", "1")
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    msg = " ".join(r.stderr.split())
+    assert "1 of 2 runs failed" in msg and str(out / "failed") in msg
+    assert len(list((out / "runs").glob("*.parquet"))) == 1
+    assert len(list((out / "failed").glob("*.json"))) == 1
+
+
 def test_catalog_query_and_open_campaign(tmp_path):
     from fairlab.campaign.store import open_campaign
 

@@ -62,7 +62,7 @@ def reproduce(
     """Run one seed paper's experiments and write its report."""
     from ..presets import PRESETS, preset_document
     from ..report.campaign_report import write_report
-    from .run_cmd import run_campaign_with_progress
+    from .run_cmd import exit_if_runs_failed, run_campaign_with_progress
 
     doc = preset_document(name, quick=quick)
     notes = []
@@ -81,6 +81,9 @@ def reproduce(
     console.print(f"[bold]{preset.title}[/] — {len(campaign.tasks)} runs into {out_dir}")
     for n in notes:
         console.print(f"note: {escape(n)}")
-    run_campaign_with_progress(campaign, out_dir, workers=workers, dask=dask)
+    report = run_campaign_with_progress(campaign, out_dir, workers=workers, dask=dask)
+    if report.failed == report.total:
+        exit_if_runs_failed(report, out_dir)  # nothing to report on
     paths = write_report(out_dir, notes=notes)
     console.print(f"report: [bold]{paths['html']}[/] (and {paths['markdown'].name}, figures/)")
+    exit_if_runs_failed(report, out_dir)

@@ -45,7 +45,8 @@ def run(
     else:
         if as_json:
             err_console.print("note: --json applies to single runs; a campaign's results are in its directory (fairlab report / query)")
-        run_campaign_with_progress(campaign, out_dir, workers=workers, dask=dask)
+        report = run_campaign_with_progress(campaign, out_dir, workers=workers, dask=dask)
+        exit_if_runs_failed(report, out_dir)
 
 
 def _campaign(doc: dict, path: Path, backend: str):
@@ -130,3 +131,14 @@ def run_campaign_with_progress(campaign, out_dir: Path, *, workers: int | None, 
         raise typer.Exit(130)
     console.print(f"results in [bold]{out_dir}[/] — `fairlab report {out_dir}` writes tables and figures, `fairlab query {out_dir} \"SQL\"` queries them")
     return report
+
+
+def exit_if_runs_failed(report, out_dir: Path) -> None:
+    """Exit 1 when runs of this invocation failed, so a script or CI job notices
+    (the finished runs are kept, and running the same command again retries them)."""
+    if report.failed:
+        err_console.print(
+            f"[red]{report.failed} of {report.total} runs failed[/]; reasons in {escape(str(out_dir / 'failed'))}/ — "
+            "run the same command again to retry them"
+        )
+        raise typer.Exit(1)

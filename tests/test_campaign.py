@@ -149,30 +149,73 @@ def test_a_store_refuses_a_different_campaign(tmp_path):
         run_campaign(expand(doc(runs=1, name="other")), store, workers=1)
 
 
-def test_failed_runs_are_recorded_and_the_campaign_goes_on(tmp_path):
-    # An unknown qdisc is only detected by the engine: that run fails, the other runs.
-    camp = expand(doc(runs=1, sweep={"bottleneck.qdisc": ["droptail", "no-such-qdisc"]}))
+def _fail_runs_with(monkeypatch, rtt_ns: int) -> None:
+    """Make every run whose first flow has this RTT fail inside the worker, as a
+    crash in a backend would (in-process: workers=1)."""
+    import fairlab.runner
+
+    real = fairlab.runner.run_scenario
+
+    def flaky(model, **kw):
+        if model.flows[0].rtt == rtt_ns:
+            raise RuntimeError("injected backend failure")
+        return real(model, **kw)
+
+    monkeypatch.setattr(fairlab.runner, "run_scenario", flaky)
+
+
+def test_failed_runs_are_recorded_and_the_campaign_goes_on(tmp_path, monkeypatch):
+    _fail_runs_with(monkeypatch, 40_000_000)
+    camp = expand(doc(runs=1, sweep={"flows[0].rtt": ["20ms", "40ms"]}))
     store = Store(tmp_path / "c")
     rep = run_campaign(camp, store, workers=1)
     assert rep.done == 1 and rep.failed == 1
     (fail,) = store.failures()
-    assert "no-such-qdisc" in fail["reason"] and "known:" in fail["reason"]
+    assert "injected backend failure" in fail["reason"] and "40ms" in fail["label"]
+    # The next start retries it (and a success removes the failure record).
+    monkeypatch.undo()
+    again = run_campaign(camp, store, workers=1)
+    assert again.skipped == 1 and again.done == 1 and again.failed == 0
+    assert store.failures() == []
 
 
-def test_the_cli_exits_1_when_runs_failed_and_keeps_the_rest(tmp_path):
+@pytest.mark.parametrize(
+    "sweep, field, words",
+    [
+        ({"bottleneck.qdisc": ["droptail", "no-such-qdisc"]}, "bottleneck.qdisc", ["'no-such-qdisc'", "known:", "fq_codel"]),
+        ({"bottleneck.qdisc": ["red"], "bottleneck.params.max_p": [0.1, 1.5]}, "bottleneck.params", ["max_p", "1.5", "(0, 1]"]),
+        ({"flows[0].params.abc_l": [2, 5]}, "flows[0].params", ["abc_l"]),
+    ],
+)
+def test_plan_refuses_what_the_engine_would_refuse_naming_condition_and_field(sweep, field, words):
+    """A bad value in one condition used to be planned and then fail each of its runs
+    (after every run before it); the planner now asks the engine, runs nothing."""
+    with pytest.raises(ScenarioError) as e:
+        expand(doc(runs=3, sweep=sweep), source="spec.toml")
+    msg = str(e.value)
+    assert msg.startswith("spec.toml [") and f"`{field}`" in msg, msg
+    for w in words:
+        assert w in msg, msg
+
+
+def test_the_cli_exits_1_when_runs_failed_and_keeps_the_rest(tmp_path, monkeypatch):
     """A campaign whose runs fail must not look like success to a script: exit 1,
     the count and where the reasons are; the runs that finished are kept."""
+    from typer.testing import CliRunner
+
+    from fairlab.cli import app
+
+    _fail_runs_with(monkeypatch, 40_000_000)
     spec = tmp_path / "half.toml"
     spec.write_text(
         'name = "half"\nduration = "4s"\n[bottleneck]\nrate = "10Mbit"\nbuffer = "100%bdp"\n'
-        '[[flows]]\ncca = "reno"\nrtt = "20ms"\n[sweep]\n"bottleneck.qdisc" = ["droptail", "no-such-qdisc"]\n'
+        '[[flows]]\ncca = "reno"\nrtt = "20ms"\n[sweep]\n"flows[0].rtt" = ["20ms", "40ms"]\n'
     )
     out = tmp_path / "out"
-    r = fairlab("run", spec, "--out", out, "--workers", "1")
-    assert r.returncode == 1, (r.stdout, r.stderr)
-    assert "Traceback" not in r.stderr
-    msg = " ".join(r.stderr.split())
-    assert "1 of 2 runs failed" in msg and str(out / "failed") in msg
+    r = CliRunner().invoke(app, ["run", str(spec), "--out", str(out), "--workers", "1"])
+    assert r.exit_code == 1, r.output
+    msg = " ".join(r.output.split())
+    assert "1 of 2 runs failed" in msg and str(out / "failed") in msg, msg
     assert len(list((out / "runs").glob("*.parquet"))) == 1
     assert len(list((out / "failed").glob("*.json"))) == 1
 

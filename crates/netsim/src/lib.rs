@@ -31,6 +31,6 @@ mod timers;
 pub use error::SimError;
 pub use netunits::{Bandwidth, SimDuration, SimRng, SimTime};
 pub use output::{BottleneckSamples, FlowSamples, FlowState, FlowTotals, RunOutput, RunTotals};
-pub use sim::{run, FLOW_STREAM_BASE, LOSS_STREAM, QDISC_STREAM};
+pub use sim::{check, run, FLOW_STREAM_BASE, LOSS_STREAM, QDISC_STREAM};
 pub use spec::{BottleneckSpec, BufferSpec, FlowSpec, ScenarioSpec, CCID2};
 pub use tcp::CaState;

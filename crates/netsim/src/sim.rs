@@ -313,6 +313,13 @@ pub fn run(spec: &ScenarioSpec, progress: &mut dyn FnMut(SimTime) -> bool) -> Re
     Ok(sim.into_output())
 }
 
+/// Check that `spec` would run: every check [`run`] makes before its first event
+/// (names, parameters, sizes), without simulating. A campaign planner calls it once
+/// per condition, so a bad value is refused before hours of other runs, not after.
+pub fn check(spec: &ScenarioSpec) -> Result<(), SimError> {
+    Sim::new(spec).map(|_| ())
+}
+
 fn cc_field(i: usize, e: &CcError) -> String {
     match e {
         CcError::UnknownName { .. } => format!("flows[{i}].cca"),

@@ -26,6 +26,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
     m.add_function(wrap_pyfunction!(engine_hash, m)?)?;
     m.add_function(wrap_pyfunction!(simulate::simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate::check, m)?)?;
     m.add_function(wrap_pyfunction!(registry::cc_registry, m)?)?;
     m.add_function(wrap_pyfunction!(registry::qdisc_registry, m)?)?;
     error::register(m)?;

@@ -34,6 +34,15 @@ pub(crate) fn simulate<'py>(py: Python<'py>, spec_json: &str, progress: Option<B
     to_dict(py, out)
 }
 
+/// Refuse a resolved scenario the engine would refuse, without running it: raises
+/// `SimulationError` naming the field, as `simulate` would before its first event.
+#[pyfunction]
+pub(crate) fn check(spec_json: &str) -> PyResult<()> {
+    let spec: netsim::ScenarioSpec =
+        serde_json::from_str(spec_json).map_err(|e| SimulationError::new_err(format!("resolved scenario is malformed: {e}")))?;
+    netsim::check(&spec).map_err(|e| SimulationError::new_err(e.to_string()))
+}
+
 fn to_dict(py: Python<'_>, out: netsim::RunOutput) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
     let f = out.flows;

@@ -5,18 +5,11 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from ..backends.sim import cca_table
+from ..backends.sim import cca_table, qdisc_table
 from .common import console
 
 app = typer.Typer(help="List what fairlab knows: congestion controls, queue disciplines.", no_args_is_help=True)
 
-
-
-def qdisc_table() -> list[tuple[str, str, str]]:
-    """Every queue discipline a scenario may name: (name, summary, parameters)."""
-    from .._core import qdisc_registry
-
-    return list(qdisc_registry())
 
 
 def _print(rows: list[tuple[str, str, str]], title: str) -> None:

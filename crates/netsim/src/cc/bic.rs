@@ -32,7 +32,7 @@
 //! Deviation: `cnt` is recomputed on every ACK (Linux at most once per jiffy while
 //! cwnd is unchanged).
 
-use super::segwin::SegWindow;
+use super::segwin::{undo_to_saved, SegWindow};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::SimTime;
 
@@ -98,7 +98,6 @@ struct State {
     /// Packets per ACK ×16.
     delayed_ack: u32,
     phase: &'static str,
-    recovering: bool,
 }
 
 /// BIC-TCP.
@@ -112,7 +111,7 @@ pub struct Bic {
 impl Bic {
     /// A BIC controller.
     pub fn new(cfg: BicConfig, init: &CcInit) -> Self {
-        let s = State { w: SegWindow::new(init), cnt: 0, last_max_cwnd: 0, delayed_ack: 2 << 4, phase: "slow_start", recovering: false };
+        let s = State { w: SegWindow::new(init), cnt: 0, last_max_cwnd: 0, delayed_ack: 2 << 4, phase: "slow_start" };
         Bic { cfg, s, undo: None }
     }
 
@@ -196,7 +195,7 @@ impl CongestionControl for Bic {
         if ack.in_recovery {
             return;
         }
-        self.s.recovering = false;
+        self.s.w.in_recovery = false;
         // `bictcp_acked` in the Open state: 16·ratio' = 15·ratio + sample.
         let d = self.s.delayed_ack;
         self.s.delayed_ack = (d + ack.acked_segments).saturating_sub(d >> 4).max(1);
@@ -218,12 +217,11 @@ impl CongestionControl for Bic {
     fn on_congestion_event(&mut self, _ev: &CongestionEvent) {
         self.undo = Some(self.s);
         let ss = self.recalc_ssthresh();
-        self.s.w.reduce_to(ss);
-        self.s.recovering = true;
+        self.s.w.enter_recovery(ss);
     }
 
     fn on_recovery_exit(&mut self, _now: SimTime) {
-        self.s.recovering = false;
+        self.s.w.in_recovery = false;
     }
 
     fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
@@ -233,17 +231,11 @@ impl CongestionControl for Bic {
         self.s.last_max_cwnd = 0;
         self.s.delayed_ack = 2 << 4;
         self.s.cnt = 0;
-        self.s.w.rto(ss);
-        self.s.recovering = false;
+        self.s.w.enter_loss(ss);
     }
 
     fn on_spurious_loss(&mut self, _now: SimTime) {
-        if let Some(prior) = self.undo.take() {
-            let cur = self.s.w;
-            self.s = prior;
-            self.s.w.undo_from(&cur);
-            self.s.recovering = false;
-        }
+        undo_to_saved(&mut self.s, &mut self.undo, |s| &mut s.w);
     }
 
     fn on_idle_restart(&mut self, _now: SimTime) {
@@ -251,16 +243,7 @@ impl CongestionControl for Bic {
     }
 
     fn metrics(&self) -> CcMetrics {
-        let phase = if self.s.recovering {
-            "recovery"
-        } else if self.s.w.in_slow_start() {
-            "slow_start"
-        } else if self.s.phase == "slow_start" {
-            "congestion_avoidance"
-        } else {
-            self.s.phase
-        };
-        self.s.w.metrics(phase)
+        self.s.w.metrics(if self.s.phase == "slow_start" { "congestion_avoidance" } else { self.s.phase })
     }
 }
 

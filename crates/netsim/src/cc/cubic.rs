@@ -40,7 +40,7 @@
 //! nanoseconds instead of jiffies/µs, and a spurious-loss undo restores the whole
 //! pre-loss CUBIC state (quinn's `pre_congestion_state`), not just the window.
 
-use super::segwin::SegWindow;
+use super::segwin::{undo_to_saved, SegWindow};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::{SimDuration, SimTime};
 
@@ -204,7 +204,6 @@ struct State {
     delayed_ack: u32,
     hy: HyStart,
     phase: &'static str,
-    recovering: bool,
 }
 
 /// CUBIC.
@@ -237,7 +236,6 @@ impl Cubic {
             delayed_ack: 2 << 4,
             hy: HyStart::default(),
             phase: "slow_start",
-            recovering: false,
         };
         Cubic { cfg, s, undo: None }
     }
@@ -469,7 +467,7 @@ impl CongestionControl for Cubic {
             return;
         }
         if !ack.in_recovery {
-            self.s.recovering = false;
+            self.s.w.in_recovery = false;
         }
         match self.cfg.kernel {
             CubicKernel::Modern => {
@@ -523,12 +521,11 @@ impl CongestionControl for Cubic {
     fn on_congestion_event(&mut self, _ev: &CongestionEvent) {
         self.undo = Some(self.s);
         let ss = self.recalc_ssthresh();
-        self.s.w.reduce_to(ss);
-        self.s.recovering = true;
+        self.s.w.enter_recovery(ss);
     }
 
     fn on_recovery_exit(&mut self, _now: SimTime) {
-        self.s.recovering = false;
+        self.s.w.in_recovery = false;
     }
 
     fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
@@ -536,17 +533,11 @@ impl CongestionControl for Cubic {
         // Linux `tcp_enter_loss`: the ssthresh op, then CA_Loss resets CUBIC.
         let ss = self.recalc_ssthresh();
         self.reset();
-        self.s.w.rto(ss);
-        self.s.recovering = false;
+        self.s.w.enter_loss(ss);
     }
 
     fn on_spurious_loss(&mut self, _now: SimTime) {
-        if let Some(prior) = self.undo.take() {
-            let cur = self.s.w;
-            self.s = prior;
-            self.s.w.undo_from(&cur);
-            self.s.recovering = false;
-        }
+        undo_to_saved(&mut self.s, &mut self.undo, |s| &mut s.w);
     }
 
     fn on_idle_restart(&mut self, _now: SimTime) {
@@ -556,16 +547,7 @@ impl CongestionControl for Cubic {
     }
 
     fn metrics(&self) -> CcMetrics {
-        let phase = if self.s.recovering {
-            "recovery"
-        } else if self.s.w.in_slow_start() {
-            "slow_start"
-        } else if self.s.phase == "slow_start" {
-            "congestion_avoidance"
-        } else {
-            self.s.phase
-        };
-        self.s.w.metrics(phase)
+        self.s.w.metrics(if self.s.phase == "slow_start" { "congestion_avoidance" } else { self.s.phase })
     }
 }
 

@@ -17,7 +17,7 @@
 //! limited slow start, which RFC 3649 mentions, is not in current Linux and not
 //! here. The CA increase is counted per ACK as in Linux (`snd_cwnd_cnt += a`).
 
-use super::segwin::SegWindow;
+use super::segwin::{undo_to_saved, SegWindow};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::SimTime;
 
@@ -68,23 +68,18 @@ impl HighSpeedConfig {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct State {
-    w: SegWindow,
-    recovering: bool,
-}
-
 /// HighSpeed TCP.
 #[derive(Clone, Debug)]
 pub struct HighSpeed {
-    s: State,
-    undo: Option<State>,
+    w: SegWindow,
+    /// The window before the last reduction, for undo.
+    undo: Option<SegWindow>,
 }
 
 impl HighSpeed {
     /// A HighSpeed controller.
     pub fn new(_cfg: HighSpeedConfig, init: &CcInit) -> Self {
-        HighSpeed { s: State { w: SegWindow::new(init), recovering: false }, undo: None }
+        HighSpeed { w: SegWindow::new(init), undo: None }
     }
 
     /// Name-table constructor.
@@ -105,22 +100,22 @@ impl CongestionControl for HighSpeed {
     }
 
     fn cwnd(&self) -> u64 {
-        self.s.w.cwnd_bytes()
+        self.w.cwnd_bytes()
     }
 
     fn ssthresh(&self) -> u64 {
-        self.s.w.ssthresh_bytes()
+        self.w.ssthresh_bytes()
     }
 
     fn on_ack(&mut self, ack: &AckSample) {
         if ack.acked_segments == 0 || ack.in_recovery {
             return;
         }
-        self.s.recovering = false;
+        self.w.in_recovery = false;
         if ack.app_limited {
             return;
         }
-        let w = &mut self.s.w;
+        let w = &mut self.w;
         if w.in_slow_start() {
             w.slow_start(ack.acked_segments);
         } else {
@@ -134,47 +129,31 @@ impl CongestionControl for HighSpeed {
     }
 
     fn on_congestion_event(&mut self, _ev: &CongestionEvent) {
-        self.undo = Some(self.s);
-        let ss = Self::ssthresh_for(self.s.w.cwnd);
-        self.s.w.reduce_to(ss);
-        self.s.recovering = true;
+        self.undo = Some(self.w);
+        let ss = Self::ssthresh_for(self.w.cwnd);
+        self.w.enter_recovery(ss);
     }
 
     fn on_recovery_exit(&mut self, _now: SimTime) {
-        self.s.recovering = false;
+        self.w.in_recovery = false;
     }
 
     fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
-        self.undo = Some(self.s);
-        let ss = Self::ssthresh_for(self.s.w.cwnd);
-        self.s.w.rto(ss);
-        self.s.recovering = false;
+        self.undo = Some(self.w);
+        let ss = Self::ssthresh_for(self.w.cwnd);
+        self.w.enter_loss(ss);
     }
 
     fn on_spurious_loss(&mut self, _now: SimTime) {
-        if let Some(prior) = self.undo.take() {
-            let cur = self.s.w;
-            self.s = prior;
-            self.s.w.undo_from(&cur);
-            self.s.recovering = false;
-        }
+        undo_to_saved(&mut self.w, &mut self.undo, |w| w);
     }
 
     fn on_idle_restart(&mut self, _now: SimTime) {
-        self.s.w.idle_restart();
+        self.w.idle_restart();
     }
 
     fn metrics(&self) -> CcMetrics {
-        let phase = if self.s.recovering {
-            "recovery"
-        } else if self.s.w.in_slow_start() {
-            "slow_start"
-        } else if self.s.w.cwnd <= AIMD[0].0 {
-            "congestion_avoidance"
-        } else {
-            "highspeed"
-        };
-        self.s.w.metrics(phase)
+        self.w.metrics(if self.w.cwnd <= AIMD[0].0 { "congestion_avoidance" } else { "highspeed" })
     }
 }
 

@@ -27,7 +27,7 @@
 //! and integer jiffies (so α(Δ) is not floored to an integer), and RTT samples
 //! come from `ack.rtt` (modern Linux uses `sample->rtt_us`).
 
-use super::segwin::{SegWindow, INFINITE_SSTHRESH};
+use super::segwin::{undo_to_saved, SegWindow, INFINITE_SSTHRESH};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::{SimDuration, SimTime};
 
@@ -101,7 +101,8 @@ struct State {
     max_rtt: Option<SimDuration>,
     /// End of the last congestion event (Linux `last_cong`).
     last_cong: Option<SimTime>,
-    /// Open state (not in recovery).
+    /// Linux CA state Open. Not the window's `in_recovery`: an RTO leaves Open
+    /// (CA_Loss) until an ACK outside recovery, and H-TCP measures only in Open.
     open: bool,
     // Throughput measurement for the bandwidth switch (segments per second).
     packetcount: u32,
@@ -307,7 +308,7 @@ impl CongestionControl for Htcp {
     fn on_congestion_event(&mut self, ev: &CongestionEvent) {
         self.undo = Some(self.s);
         let ss = self.recalc_ssthresh(ev.now);
-        self.s.w.reduce_to(ss);
+        self.s.w.enter_recovery(ss);
         // Entering Recovery/CWR restarts the Δ clock (Linux `htcp_reset`).
         self.s.last_cong = Some(ev.now);
         self.s.open = false;
@@ -322,16 +323,13 @@ impl CongestionControl for Htcp {
     fn on_rto(&mut self, now: SimTime, _in_flight: u64) {
         self.undo = Some(self.s);
         let ss = self.recalc_ssthresh(now);
-        self.s.w.rto(ss);
+        self.s.w.enter_loss(ss);
         self.s.last_cong = Some(now);
         self.s.open = false;
     }
 
     fn on_spurious_loss(&mut self, _now: SimTime) {
-        if let Some(prior) = self.undo.take() {
-            let cur = self.s.w;
-            self.s = prior;
-            self.s.w.undo_from(&cur);
+        if undo_to_saved(&mut self.s, &mut self.undo, |s| &mut s.w).is_some() {
             self.s.open = true;
         }
     }
@@ -350,7 +348,7 @@ impl CongestionControl for Htcp {
         } else {
             "low_speed"
         };
-        self.s.w.metrics(phase)
+        CcMetrics { cwnd: self.cwnd(), ssthresh: self.ssthresh(), pacing_rate: None, phase }
     }
 }
 

@@ -20,7 +20,7 @@
 //! the initial window here is the sender's (`CcInit`), because the controller has
 //! no RTT before the first ACK.
 
-use super::segwin::SegWindow;
+use super::segwin::{undo_to_saved, SegWindow};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::{SimDuration, SimTime};
 
@@ -60,7 +60,6 @@ struct State {
     min_srtt: Option<SimDuration>,
     /// Fractional segments not yet added.
     cents: f64,
-    recovering: bool,
 }
 
 /// TCP Hybla.
@@ -74,7 +73,7 @@ pub struct Hybla {
 impl Hybla {
     /// A Hybla controller.
     pub fn new(cfg: HyblaConfig, init: &CcInit) -> Self {
-        Hybla { cfg, s: State { w: SegWindow::new(init), rho: 1.0, min_srtt: None, cents: 0.0, recovering: false }, undo: None }
+        Hybla { cfg, s: State { w: SegWindow::new(init), rho: 1.0, min_srtt: None, cents: 0.0 }, undo: None }
     }
 
     /// Name-table constructor.
@@ -113,7 +112,7 @@ impl CongestionControl for Hybla {
         if ack.in_recovery {
             return;
         }
-        self.s.recovering = false;
+        self.s.w.in_recovery = false;
         if ack.app_limited {
             return;
         }
@@ -136,31 +135,27 @@ impl CongestionControl for Hybla {
     fn on_congestion_event(&mut self, _ev: &CongestionEvent) {
         self.undo = Some(self.s);
         let ss = self.s.w.cwnd / 2;
-        self.s.w.reduce_to(ss);
+        self.s.w.enter_recovery(ss);
         self.s.cents = 0.0;
-        self.s.recovering = true;
     }
 
     fn on_recovery_exit(&mut self, _now: SimTime) {
-        self.s.recovering = false;
+        self.s.w.in_recovery = false;
     }
 
     fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
         self.undo = Some(self.s);
         let ss = self.s.w.cwnd / 2;
-        self.s.w.rto(ss);
+        self.s.w.enter_loss(ss);
         self.s.cents = 0.0;
-        self.s.recovering = false;
     }
 
     fn on_spurious_loss(&mut self, _now: SimTime) {
-        if let Some(prior) = self.undo.take() {
-            let cur = self.s;
-            self.s = prior;
+        if let Some(cur) = undo_to_saved(&mut self.s, &mut self.undo, |s| &mut s.w) {
+            // What was measured about the path since the reduction stays: an undo
+            // takes back a window decision, not what was learnt.
             self.s.rho = cur.rho;
             self.s.min_srtt = cur.min_srtt;
-            self.s.w.undo_from(&cur.w);
-            self.s.recovering = false;
         }
     }
 
@@ -169,8 +164,7 @@ impl CongestionControl for Hybla {
     }
 
     fn metrics(&self) -> CcMetrics {
-        let phase = if self.s.recovering { "recovery" } else { self.s.w.basic_phase() };
-        self.s.w.metrics(phase)
+        self.s.w.metrics("congestion_avoidance")
     }
 }
 

@@ -19,7 +19,7 @@
 //! Linux's fixed point (α ×128, β ×64) is replaced by f64; the round boundary is
 //! [`RoundTracker`] rather than `end_seq`.
 
-use super::segwin::{RoundTracker, SegWindow};
+use super::segwin::{undo_to_saved, RoundTracker, SegWindow};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::{SimDuration, SimTime};
 
@@ -106,7 +106,6 @@ struct State {
     rtt_above: bool,
     rtt_low: u32,
     round: RoundTracker,
-    recovering: bool,
 }
 
 /// TCP-Illinois.
@@ -131,7 +130,6 @@ impl Illinois {
             rtt_above: false,
             rtt_low: 0,
             round: RoundTracker::default(),
-            recovering: false,
         };
         Illinois { cfg, s, undo: None }
     }
@@ -216,7 +214,7 @@ impl CongestionControl for Illinois {
         if ack.in_recovery {
             return;
         }
-        self.s.recovering = false;
+        self.s.w.in_recovery = false;
         if ack.app_limited {
             return;
         }
@@ -242,18 +240,17 @@ impl CongestionControl for Illinois {
     fn on_congestion_event(&mut self, _ev: &CongestionEvent) {
         self.undo = Some(self.s);
         let ss = self.ssthresh_for();
-        self.s.w.reduce_to(ss);
-        self.s.recovering = true;
+        self.s.w.enter_recovery(ss);
     }
 
     fn on_recovery_exit(&mut self, _now: SimTime) {
-        self.s.recovering = false;
+        self.s.w.in_recovery = false;
     }
 
     fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
         self.undo = Some(self.s);
         let ss = self.ssthresh_for();
-        self.s.w.rto(ss);
+        self.s.w.enter_loss(ss);
         // CA_Loss: back to Reno-like parameters and a fresh round.
         self.s.alpha = 1.0;
         self.s.beta = 0.5;
@@ -262,17 +259,14 @@ impl CongestionControl for Illinois {
         self.s.sum_rtt = 0.0;
         self.s.cnt_rtt = 0;
         self.s.round.reset();
-        self.s.recovering = false;
     }
 
     fn on_spurious_loss(&mut self, _now: SimTime) {
-        if let Some(prior) = self.undo.take() {
-            let cur = self.s;
-            self.s = prior;
+        if let Some(cur) = undo_to_saved(&mut self.s, &mut self.undo, |s| &mut s.w) {
+            // What was measured about the path since the reduction stays: an undo
+            // takes back a window decision, not what was learnt.
             self.s.base_rtt = cur.base_rtt;
             self.s.max_rtt = cur.max_rtt;
-            self.s.w.undo_from(&cur.w);
-            self.s.recovering = false;
         }
     }
 
@@ -281,16 +275,7 @@ impl CongestionControl for Illinois {
     }
 
     fn metrics(&self) -> CcMetrics {
-        let phase = if self.s.recovering {
-            "recovery"
-        } else if self.s.w.in_slow_start() {
-            "slow_start"
-        } else if self.s.alpha >= self.cfg.alpha_max {
-            "low_delay"
-        } else {
-            "high_delay"
-        };
-        self.s.w.metrics(phase)
+        self.s.w.metrics(if self.s.alpha >= self.cfg.alpha_max { "low_delay" } else { "high_delay" })
     }
 }
 

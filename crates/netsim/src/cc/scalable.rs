@@ -18,7 +18,7 @@
 //! moved to 100 per acknowledged segment in 2020, once stretch ACKs were counted
 //! exactly (Pengcheng Yang's Scalable stretch-ACK fix).
 
-use super::segwin::SegWindow;
+use super::segwin::{undo_to_saved, SegWindow};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::SimTime;
 
@@ -48,24 +48,19 @@ impl ScalableConfig {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct State {
-    w: SegWindow,
-    recovering: bool,
-}
-
 /// Scalable TCP.
 #[derive(Clone, Debug)]
 pub struct Scalable {
     cfg: ScalableConfig,
-    s: State,
-    undo: Option<State>,
+    w: SegWindow,
+    /// The window before the last reduction, for undo.
+    undo: Option<SegWindow>,
 }
 
 impl Scalable {
     /// A Scalable TCP controller.
     pub fn new(cfg: ScalableConfig, init: &CcInit) -> Self {
-        Scalable { cfg, s: State { w: SegWindow::new(init), recovering: false }, undo: None }
+        Scalable { cfg, w: SegWindow::new(init), undo: None }
     }
 
     /// Name-table constructor.
@@ -84,22 +79,22 @@ impl CongestionControl for Scalable {
     }
 
     fn cwnd(&self) -> u64 {
-        self.s.w.cwnd_bytes()
+        self.w.cwnd_bytes()
     }
 
     fn ssthresh(&self) -> u64 {
-        self.s.w.ssthresh_bytes()
+        self.w.ssthresh_bytes()
     }
 
     fn on_ack(&mut self, ack: &AckSample) {
         if ack.acked_segments == 0 || ack.in_recovery {
             return;
         }
-        self.s.recovering = false;
+        self.w.in_recovery = false;
         if ack.app_limited {
             return;
         }
-        let w = &mut self.s.w;
+        let w = &mut self.w;
         if self.cfg.per_ack_2_6_22 {
             if w.cwnd <= w.ssthresh {
                 w.cwnd += 1;
@@ -124,47 +119,31 @@ impl CongestionControl for Scalable {
     }
 
     fn on_congestion_event(&mut self, _ev: &CongestionEvent) {
-        self.undo = Some(self.s);
-        let ss = self.ssthresh_for(self.s.w.cwnd);
-        self.s.w.reduce_to(ss);
-        self.s.recovering = true;
+        self.undo = Some(self.w);
+        let ss = self.ssthresh_for(self.w.cwnd);
+        self.w.enter_recovery(ss);
     }
 
     fn on_recovery_exit(&mut self, _now: SimTime) {
-        self.s.recovering = false;
+        self.w.in_recovery = false;
     }
 
     fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
-        self.undo = Some(self.s);
-        let ss = self.ssthresh_for(self.s.w.cwnd);
-        self.s.w.rto(ss);
-        self.s.recovering = false;
+        self.undo = Some(self.w);
+        let ss = self.ssthresh_for(self.w.cwnd);
+        self.w.enter_loss(ss);
     }
 
     fn on_spurious_loss(&mut self, _now: SimTime) {
-        if let Some(prior) = self.undo.take() {
-            let cur = self.s.w;
-            self.s = prior;
-            self.s.w.undo_from(&cur);
-            self.s.recovering = false;
-        }
+        undo_to_saved(&mut self.w, &mut self.undo, |w| w);
     }
 
     fn on_idle_restart(&mut self, _now: SimTime) {
-        self.s.w.idle_restart();
+        self.w.idle_restart();
     }
 
     fn metrics(&self) -> CcMetrics {
-        let phase = if self.s.recovering {
-            "recovery"
-        } else if self.s.w.in_slow_start() {
-            "slow_start"
-        } else if self.s.w.cwnd >= self.cfg.ai_cnt {
-            "scalable"
-        } else {
-            "legacy"
-        };
-        self.s.w.metrics(phase)
+        self.w.metrics(if self.w.cwnd >= self.cfg.ai_cnt { "scalable" } else { "legacy" })
     }
 }
 

@@ -14,6 +14,9 @@
 //! The reaction to an episode is RFC 6675's: ssthresh from the algorithm's own rule
 //! and cwnd = ssthresh at once (Linux reaches the same point gradually via PRR,
 //! RFC 6937). An RTO sets cwnd to 1 segment (RFC 5681 §3.1, Linux `tcp_enter_loss`).
+//! So every controller here handles an episode the same way: save its whole
+//! (`Copy`) state, let its `ssthresh` rule run, then [`SegWindow::enter_recovery`]
+//! or [`SegWindow::enter_loss`]; a spurious-loss undo is [`undo_to_saved`].
 
 use super::{CcInit, CcMetrics};
 
@@ -33,13 +36,16 @@ pub(crate) struct SegWindow {
     pub mss: u64,
     /// Initial window, segments (for idle restart).
     pub iw: u32,
+    /// A loss episode is under way (the trace shows "recovery"): set on entering
+    /// recovery, cleared by its exit, an ACK outside recovery, an RTO or an undo.
+    pub in_recovery: bool,
 }
 
 impl SegWindow {
     /// Initial window from `init`, no threshold.
     pub(crate) fn new(init: &CcInit) -> Self {
         let iw = init.initial_cwnd_segments.clamp(1, u32::MAX as u64) as u32;
-        SegWindow { cwnd: iw, ssthresh: INFINITE_SSTHRESH, cnt: 0, mss: init.mss.max(1), iw }
+        SegWindow { cwnd: iw, ssthresh: INFINITE_SSTHRESH, cnt: 0, mss: init.mss.max(1), iw, in_recovery: false }
     }
 
     /// Linux `tcp_in_slow_start`: cwnd < ssthresh.
@@ -87,20 +93,22 @@ impl SegWindow {
         self.cong_avoid_ai(w, acked);
     }
 
-    /// A loss/ECN episode: ssthresh = `ssthresh` (at least 2, Linux's floor in
-    /// every `ssthresh` op), cwnd = ssthresh (RFC 6675 §5), counter cleared.
-    pub(crate) fn reduce_to(&mut self, ssthresh: u32) {
+    /// A loss/ECN episode begins: ssthresh = `ssthresh` (at least 2, Linux's floor
+    /// in every `ssthresh` op), cwnd = ssthresh (RFC 6675 §5), counter cleared.
+    pub(crate) fn enter_recovery(&mut self, ssthresh: u32) {
         self.ssthresh = ssthresh.max(2);
         self.cwnd = self.ssthresh;
         self.cnt = 0;
+        self.in_recovery = true;
     }
 
     /// RTO: ssthresh = `ssthresh` (at least 2), cwnd = 1 segment (RFC 5681 §3.1
-    /// loss window; Linux `tcp_enter_loss`).
-    pub(crate) fn rto(&mut self, ssthresh: u32) {
+    /// loss window; Linux `tcp_enter_loss`). The trace shows slow start again.
+    pub(crate) fn enter_loss(&mut self, ssthresh: u32) {
         self.ssthresh = ssthresh.max(2);
         self.cwnd = 1;
         self.cnt = 0;
+        self.in_recovery = false;
     }
 
     /// Spurious-loss undo (Linux `tcp_undo_cwnd_reduction`): `self` is the window
@@ -111,6 +119,7 @@ impl SegWindow {
         if self.ssthresh != INFINITE_SSTHRESH {
             self.ssthresh = current.ssthresh.max(self.ssthresh);
         }
+        self.in_recovery = false;
     }
 
     /// Idle restart, RFC 5681 §4.1: cwnd = min(cwnd, IW). Like Linux
@@ -140,19 +149,31 @@ impl SegWindow {
         }
     }
 
-    /// Trace view with the controller's own phase name.
-    pub(crate) fn metrics(&self, phase: &'static str) -> CcMetrics {
-        CcMetrics { cwnd: self.cwnd_bytes(), ssthresh: self.ssthresh_bytes(), pacing_rate: None, phase }
-    }
-
-    /// Default phase: slow start or congestion avoidance.
-    pub(crate) fn basic_phase(&self) -> &'static str {
-        if self.in_slow_start() {
+    /// Trace view: "recovery" during a loss episode, "slow_start" below
+    /// ssthresh, otherwise the controller's own congestion-avoidance `ca_phase`.
+    pub(crate) fn metrics(&self, ca_phase: &'static str) -> CcMetrics {
+        let phase = if self.in_recovery {
+            "recovery"
+        } else if self.in_slow_start() {
             "slow_start"
         } else {
-            "congestion_avoidance"
-        }
+            ca_phase
+        };
+        CcMetrics { cwnd: self.cwnd_bytes(), ssthresh: self.ssthresh_bytes(), pacing_rate: None, phase }
     }
+}
+
+/// Spurious-loss undo (Linux `undo_cwnd`) for a controller that saves its whole
+/// `Copy` state in `saved` before each reduction: bring that state back, with
+/// the larger of the two windows ([`SegWindow::undo_from`]; `window` picks the
+/// window out of a state). Returns the state it replaced, so that the caller can
+/// keep what it has measured about the path since; `None` if nothing was saved.
+pub(crate) fn undo_to_saved<S: Copy>(state: &mut S, saved: &mut Option<S>, window: fn(&mut S) -> &mut SegWindow) -> Option<S> {
+    let prior = saved.take()?;
+    let mut replaced = std::mem::replace(state, prior);
+    let current = *window(&mut replaced);
+    window(state).undo_from(&current);
+    Some(replaced)
 }
 
 /// Round-trip boundaries without sequence numbers: a round ends once the bytes in
@@ -189,7 +210,7 @@ mod tests {
     use super::*;
 
     fn w(cwnd: u32, ssthresh: u32) -> SegWindow {
-        SegWindow { cwnd, ssthresh, cnt: 0, mss: 1000, iw: 10 }
+        SegWindow { cwnd, ssthresh, cnt: 0, mss: 1000, iw: 10, in_recovery: false }
     }
 
     #[test]
@@ -210,6 +231,21 @@ mod tests {
         let mut s = w(10, 5);
         s.cong_avoid_ai(10, 25);
         assert_eq!((s.cwnd, s.cnt), (12, 5));
+    }
+
+    #[test]
+    fn undo_brings_back_the_saved_window_and_ends_the_episode() {
+        let mut s = w(40, 30);
+        let mut saved = Some(s);
+        s.enter_recovery(20);
+        assert_eq!((s.cwnd, s.ssthresh, s.in_recovery), (20, 20, true));
+        assert_eq!(s.metrics("ca").phase, "recovery");
+        s.cwnd = 25; // grown since the reduction
+        let replaced = undo_to_saved(&mut s, &mut saved, |w| w);
+        assert_eq!(replaced.map(|r| r.cwnd), Some(25));
+        assert_eq!((s.cwnd, s.ssthresh, s.in_recovery), (40, 30, false));
+        assert_eq!(s.metrics("ca").phase, "ca");
+        assert!(undo_to_saved(&mut s, &mut saved, |w| w).is_none(), "one undo per saved state");
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //! Linux keeps N doubled (`V_PARAM_SHIFT` = 1) for integer precision; here it is
 //! f64. Slow start is Linux's (per acknowledged segment).
 
-use super::segwin::SegWindow;
+use super::segwin::{undo_to_saved, SegWindow};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::{SimDuration, SimTime};
 
@@ -61,7 +61,6 @@ struct State {
     n: f64,
     /// Congestive state: skip the next +1.
     inc: bool,
-    recovering: bool,
 }
 
 /// TCP Veno.
@@ -75,7 +74,7 @@ pub struct Veno {
 impl Veno {
     /// A Veno controller.
     pub fn new(cfg: VenoConfig, init: &CcInit) -> Self {
-        Veno { cfg, s: State { w: SegWindow::new(init), base_rtt: None, cntrtt: 0, n: 0.0, inc: true, recovering: false }, undo: None }
+        Veno { cfg, s: State { w: SegWindow::new(init), base_rtt: None, cntrtt: 0, n: 0.0, inc: true }, undo: None }
     }
 
     /// Name-table constructor.
@@ -123,10 +122,8 @@ impl CongestionControl for Veno {
         if ack.in_recovery {
             return;
         }
-        if self.s.recovering {
-            // Open again: Linux `veno_state` re-enables and restarts the count.
-            self.s.recovering = false;
-        }
+        // Open again: Linux `veno_state` re-enables and restarts the count.
+        self.s.w.in_recovery = false;
         if ack.app_limited {
             return;
         }
@@ -166,30 +163,26 @@ impl CongestionControl for Veno {
     fn on_congestion_event(&mut self, _ev: &CongestionEvent) {
         self.undo = Some(self.s);
         let ss = self.ssthresh_for();
-        self.s.w.reduce_to(ss);
-        self.s.recovering = true;
+        self.s.w.enter_recovery(ss);
         self.s.cntrtt = 0;
     }
 
     fn on_recovery_exit(&mut self, _now: SimTime) {
-        self.s.recovering = false;
+        self.s.w.in_recovery = false;
     }
 
     fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
         self.undo = Some(self.s);
         let ss = self.ssthresh_for();
-        self.s.w.rto(ss);
-        self.s.recovering = false;
+        self.s.w.enter_loss(ss);
         self.s.cntrtt = 0;
     }
 
     fn on_spurious_loss(&mut self, _now: SimTime) {
-        if let Some(prior) = self.undo.take() {
-            let cur = self.s;
-            self.s = prior;
+        if let Some(cur) = undo_to_saved(&mut self.s, &mut self.undo, |s| &mut s.w) {
+            // What was measured about the path since the reduction stays: an undo
+            // takes back a window decision, not what was learnt.
             self.s.base_rtt = cur.base_rtt;
-            self.s.w.undo_from(&cur.w);
-            self.s.recovering = false;
         }
     }
 
@@ -199,16 +192,7 @@ impl CongestionControl for Veno {
     }
 
     fn metrics(&self) -> CcMetrics {
-        let phase = if self.s.recovering {
-            "recovery"
-        } else if self.s.w.in_slow_start() {
-            "slow_start"
-        } else if self.s.n < self.cfg.beta {
-            "non_congestive"
-        } else {
-            "congestive"
-        };
-        self.s.w.metrics(phase)
+        self.s.w.metrics(if self.s.n < self.cfg.beta { "non_congestive" } else { "congestive" })
     }
 }
 

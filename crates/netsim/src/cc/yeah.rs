@@ -21,7 +21,7 @@
 //!
 //! Rounds come from [`RoundTracker`] (Linux: Vegas `beg_snd_nxt`).
 
-use super::segwin::{RoundTracker, SegWindow};
+use super::segwin::{undo_to_saved, RoundTracker, SegWindow};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::{SimDuration, SimTime};
 
@@ -93,7 +93,6 @@ struct State {
     doing_reno_now: u32,
     reno_count: u32,
     fast_count: u32,
-    recovering: bool,
 }
 
 /// YeAH-TCP.
@@ -117,7 +116,6 @@ impl Yeah {
             doing_reno_now: 0,
             reno_count: 2,
             fast_count: 0,
-            recovering: false,
         };
         Yeah { cfg, s, undo: None }
     }
@@ -205,7 +203,7 @@ impl CongestionControl for Yeah {
         if ack.in_recovery {
             return;
         }
-        self.s.recovering = false;
+        self.s.w.in_recovery = false;
         if !ack.app_limited {
             let w = &mut self.s.w;
             let mut acked = ack.acked_segments;
@@ -225,31 +223,27 @@ impl CongestionControl for Yeah {
     fn on_congestion_event(&mut self, _ev: &CongestionEvent) {
         self.undo = Some(self.s);
         let ss = self.ssthresh_for();
-        self.s.w.reduce_to(ss);
-        self.s.recovering = true;
+        self.s.w.enter_recovery(ss);
     }
 
     fn on_recovery_exit(&mut self, _now: SimTime) {
-        self.s.recovering = false;
+        self.s.w.in_recovery = false;
     }
 
     fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
         self.undo = Some(self.s);
         let ss = self.ssthresh_for();
-        self.s.w.rto(ss);
+        self.s.w.enter_loss(ss);
         self.s.round.reset();
         self.s.cnt_rtt = 0;
         self.s.round_min_rtt = None;
-        self.s.recovering = false;
     }
 
     fn on_spurious_loss(&mut self, _now: SimTime) {
-        if let Some(prior) = self.undo.take() {
-            let cur = self.s;
-            self.s = prior;
+        if let Some(cur) = undo_to_saved(&mut self.s, &mut self.undo, |s| &mut s.w) {
+            // What was measured about the path since the reduction stays: an undo
+            // takes back a window decision, not what was learnt.
             self.s.base_rtt = cur.base_rtt;
-            self.s.w.undo_from(&cur.w);
-            self.s.recovering = false;
         }
     }
 
@@ -258,16 +252,7 @@ impl CongestionControl for Yeah {
     }
 
     fn metrics(&self) -> CcMetrics {
-        let phase = if self.s.recovering {
-            "recovery"
-        } else if self.s.w.in_slow_start() {
-            "slow_start"
-        } else if self.s.doing_reno_now > 0 {
-            "slow_mode"
-        } else {
-            "fast_mode"
-        };
-        self.s.w.metrics(phase)
+        self.s.w.metrics(if self.s.doing_reno_now > 0 { "slow_mode" } else { "fast_mode" })
     }
 }
 

@@ -29,9 +29,9 @@
 //! `win^0.75` is computed as √win · ⁴√win so results do not depend on the
 //! platform's `pow` (IEEE `sqrt` is exactly rounded).
 
-use super::seg_reno::{AckRounds, SegReno};
-use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
-use netunits::{SimDuration, SimTime};
+use super::seg_reno::{RttRounds, SegReno};
+use super::{AckSample, CcError, CcInit, CongestionControl, CongestionEvent, ParamReader, Params};
+use netunits::SimTime;
 
 /// Compound TCP parameters (draft-sridharan-tcpm-ctcp-02 §3 defaults).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -84,10 +84,7 @@ pub struct Compound {
     w: SegReno,
     /// The delay-based component, packets (fractional between rounds).
     dwnd: f64,
-    rounds: AckRounds,
-    base_rtt: Option<SimDuration>,
-    round_min_rtt: Option<SimDuration>,
-    round_samples: u32,
+    rounds: RttRounds,
     last_diff: Option<f64>,
     decisions: u64,
     /// (cwnd, dwnd, ssthresh) before the last reduction, for undo.
@@ -102,10 +99,7 @@ impl Compound {
             mss: init.mss.max(1),
             w: SegReno::new(init.initial_cwnd_segments),
             dwnd: 0.0,
-            rounds: AckRounds::default(),
-            base_rtt: None,
-            round_min_rtt: None,
-            round_samples: 0,
+            rounds: RttRounds::default(),
             last_diff: None,
             decisions: 0,
             prior: None,
@@ -158,9 +152,9 @@ impl Compound {
 
     /// The once-per-round dwnd update (draft §3).
     fn end_of_round(&mut self) {
-        let (Some(rtt), Some(base)) = (self.round_min_rtt, self.base_rtt) else { return };
+        let (Some(rtt), Some(base)) = (self.rounds.round_min_rtt, self.rounds.base_rtt) else { return };
         let win = self.win();
-        if self.in_slow_start() || self.round_samples == 0 {
+        if self.in_slow_start() || self.rounds.round_samples == 0 {
             return;
         }
         if win < self.cfg.low_window {
@@ -195,21 +189,15 @@ impl CongestionControl for Compound {
     }
 
     fn on_ack(&mut self, ack: &AckSample) {
-        if let Some(rtt) = ack.rtt {
-            let rtt = rtt.max(SimDuration::from_nanos(1));
-            self.base_rtt = Some(self.base_rtt.map_or(rtt, |b| b.min(rtt)));
-            self.round_min_rtt = Some(self.round_min_rtt.map_or(rtt, |m| m.min(rtt)));
-            self.round_samples += 1;
-        }
+        self.rounds.sample(ack);
         if ack.in_recovery {
             return;
         }
         // The round's decision uses the window the round was sent with, so it
         // comes before this ACK's own growth.
-        if self.rounds.on_ack(ack) {
+        if self.rounds.round_ended(ack) {
             self.end_of_round();
-            self.round_min_rtt = None;
-            self.round_samples = 0;
+            self.rounds.next_round();
         }
         if ack.app_limited {
             return;
@@ -241,11 +229,11 @@ impl CongestionControl for Compound {
         self.w.cwnd = half;
         self.w.cnt = 0;
         self.w.ssthresh = self.win().max(2);
-        self.restart_round();
+        self.rounds.restart();
     }
 
     fn on_recovery_exit(&mut self, _now: SimTime) {
-        self.restart_round();
+        self.rounds.restart();
     }
 
     /// RTO: both components restart (dwnd = 0, cwnd = 1), ssthresh = win/2.
@@ -255,7 +243,7 @@ impl CongestionControl for Compound {
         self.w.cwnd = 1;
         self.w.cnt = 0;
         self.dwnd = 0.0;
-        self.restart_round();
+        self.rounds.restart();
     }
 
     fn on_spurious_loss(&mut self, _now: SimTime) {
@@ -268,24 +256,7 @@ impl CongestionControl for Compound {
 
     fn on_idle_restart(&mut self, _now: SimTime) {
         // The Linux port keeps BaseRTT across idle ("CTCP spec keeps baseRTT").
-        self.restart_round();
-    }
-
-    fn metrics(&self) -> CcMetrics {
-        CcMetrics {
-            cwnd: self.cwnd(),
-            ssthresh: self.ssthresh(),
-            pacing_rate: None,
-            phase: if self.in_slow_start() { "slow_start" } else { "congestion_avoidance" },
-        }
-    }
-}
-
-impl Compound {
-    fn restart_round(&mut self) {
         self.rounds.restart();
-        self.round_min_rtt = None;
-        self.round_samples = 0;
     }
 }
 
@@ -294,6 +265,7 @@ mod tests {
     use super::*;
     use crate::cc::testpath::{Synth, PATH_MSS};
     use crate::cc::CongestionSignal;
+    use netunits::SimDuration;
 
     fn init() -> CcInit {
         CcInit { mss: PATH_MSS, initial_cwnd_segments: 10 }

@@ -10,6 +10,7 @@
 //! helpers, so their Reno parts keep Linux semantics here too.
 
 use super::AckSample;
+use netunits::SimDuration;
 
 /// A congestion window in segments with Linux's Reno growth and reduction.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -150,6 +151,51 @@ impl AckRounds {
     /// was sent under different conditions). The next ACK ends it.
     pub(crate) fn restart(&mut self) {
         self.end_mark = self.acked_total;
+    }
+}
+
+/// [`AckRounds`] with the RTT samples a Vegas-style controller judges each round
+/// by (Linux `tcp_vegas_pkts_acked`): BaseRTT, the lowest RTT ever seen, and the
+/// current round's minimum RTT and sample count.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RttRounds {
+    rounds: AckRounds,
+    /// Lowest RTT seen (BaseRTT).
+    pub base_rtt: Option<SimDuration>,
+    /// Lowest RTT of the current round.
+    pub round_min_rtt: Option<SimDuration>,
+    /// RTT samples in the current round.
+    pub round_samples: u32,
+}
+
+impl RttRounds {
+    /// Take the ACK's RTT sample, if it has one (also during recovery).
+    pub(crate) fn sample(&mut self, ack: &AckSample) {
+        if let Some(rtt) = ack.rtt {
+            let rtt = rtt.max(SimDuration::from_nanos(1)); // never a zero BaseRTT
+            self.base_rtt = Some(self.base_rtt.map_or(rtt, |b| b.min(rtt)));
+            self.round_min_rtt = Some(self.round_min_rtt.map_or(rtt, |m| m.min(rtt)));
+            self.round_samples += 1;
+        }
+    }
+
+    /// Account an ACK; true if it ended the current round. Judge the round from
+    /// the samples, then call [`RttRounds::next_round`].
+    pub(crate) fn round_ended(&mut self, ack: &AckSample) -> bool {
+        self.rounds.on_ack(ack)
+    }
+
+    /// Forget the judged round's samples.
+    pub(crate) fn next_round(&mut self) {
+        self.round_min_rtt = None;
+        self.round_samples = 0;
+    }
+
+    /// Begin a fresh round with no samples now (Linux `vegas_enable`; see
+    /// [`AckRounds::restart`]).
+    pub(crate) fn restart(&mut self) {
+        self.rounds.restart();
+        self.next_round();
     }
 }
 

@@ -25,8 +25,8 @@
 //! we use the paper's form above, as the fairlab brief specifies, which is the
 //! queue occupancy in packets exactly. The two agree for small queues.
 
-use super::seg_reno::{AckRounds, SegReno};
-use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
+use super::seg_reno::{RttRounds, SegReno};
+use super::{AckSample, CcError, CcInit, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::{SimDuration, SimTime};
 
 /// Vegas thresholds, in packets queued at the bottleneck.
@@ -71,11 +71,8 @@ pub struct Vegas {
     cfg: VegasConfig,
     mss: u64,
     w: SegReno,
-    rounds: AckRounds,
-    base_rtt: Option<SimDuration>,
-    /// Lowest RTT sample in the current round, and how many samples it has.
-    round_min_rtt: Option<SimDuration>,
-    round_samples: u32,
+    /// Rounds, BaseRTT and the current round's RTT samples.
+    rounds: RttRounds,
     /// The last round's diff, packets (for tests and inspection).
     last_diff: Option<f64>,
     /// Number of once-per-round Vegas decisions taken so far.
@@ -89,10 +86,7 @@ impl Vegas {
             cfg,
             mss: init.mss.max(1),
             w: SegReno::new(init.initial_cwnd_segments),
-            rounds: AckRounds::default(),
-            base_rtt: None,
-            round_min_rtt: None,
-            round_samples: 0,
+            rounds: RttRounds::default(),
             last_diff: None,
             decisions: 0,
         }
@@ -115,23 +109,16 @@ impl Vegas {
 
     /// BaseRTT: the lowest RTT seen.
     pub fn base_rtt(&self) -> Option<SimDuration> {
-        self.base_rtt
-    }
-
-    /// Begin a fresh round with no samples (Linux `vegas_enable`).
-    fn restart_round(&mut self) {
-        self.rounds.restart();
-        self.round_min_rtt = None;
-        self.round_samples = 0;
+        self.rounds.base_rtt
     }
 
     /// The once-per-round Vegas decision.
     fn end_of_round(&mut self, ack: &AckSample) {
-        let (Some(rtt), Some(base)) = (self.round_min_rtt, self.base_rtt) else {
+        let (Some(rtt), Some(base)) = (self.rounds.round_min_rtt, self.rounds.base_rtt) else {
             self.w.reno_on_ack(ack);
             return;
         };
-        if self.round_samples <= 2 {
+        if self.rounds.round_samples <= 2 {
             // Too few samples to trust the minimum (Linux: "almost certainly
             // delayed ACKs"): behave like Reno this round.
             self.w.reno_on_ack(ack);
@@ -177,22 +164,15 @@ impl CongestionControl for Vegas {
     }
 
     fn on_ack(&mut self, ack: &AckSample) {
-        // RTT sampling (Linux `tcp_vegas_pkts_acked`), also during recovery.
-        if let Some(rtt) = ack.rtt {
-            let rtt = rtt.max(SimDuration::from_nanos(1)); // never a zero BaseRTT
-            self.base_rtt = Some(self.base_rtt.map_or(rtt, |b| b.min(rtt)));
-            self.round_min_rtt = Some(self.round_min_rtt.map_or(rtt, |m| m.min(rtt)));
-            self.round_samples += 1;
-        }
+        self.rounds.sample(ack);
         if ack.in_recovery {
             // Linux disables Vegas outside the Open state; the window is the
             // sender's recovery window until it ends.
             return;
         }
-        if self.rounds.on_ack(ack) {
+        if self.rounds.round_ended(ack) {
             self.end_of_round(ack);
-            self.round_min_rtt = None;
-            self.round_samples = 0;
+            self.rounds.next_round();
         } else if self.w.in_slow_start() && !ack.app_limited {
             self.w.slow_start(ack.acked_segments as u64);
         }
@@ -203,12 +183,12 @@ impl CongestionControl for Vegas {
     }
 
     fn on_recovery_exit(&mut self, _now: SimTime) {
-        self.restart_round();
+        self.rounds.restart();
     }
 
     fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
         self.w.rto();
-        self.restart_round();
+        self.rounds.restart();
     }
 
     fn on_spurious_loss(&mut self, _now: SimTime) {
@@ -218,17 +198,8 @@ impl CongestionControl for Vegas {
     /// Linux re-initialises Vegas on restart from idle, BaseRTT included
     /// (`tcp_vegas_cwnd_event` → `tcp_vegas_init`): the path may have changed.
     fn on_idle_restart(&mut self, _now: SimTime) {
-        self.base_rtt = None;
-        self.restart_round();
-    }
-
-    fn metrics(&self) -> CcMetrics {
-        CcMetrics {
-            cwnd: self.cwnd(),
-            ssthresh: self.ssthresh(),
-            pacing_rate: None,
-            phase: if self.w.in_slow_start() { "slow_start" } else { "congestion_avoidance" },
-        }
+        self.rounds.base_rtt = None;
+        self.rounds.restart();
     }
 }
 

@@ -27,7 +27,7 @@
 //! after recovery is Linux's.
 
 use super::seg_reno::SegReno;
-use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
+use super::{AckSample, CcError, CcInit, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::{SimDuration, SimTime};
 
 /// Westwood+ parameters.
@@ -227,15 +227,6 @@ impl CongestionControl for Westwood {
 
     fn on_spurious_loss(&mut self, _now: SimTime) {
         self.w.undo();
-    }
-
-    fn metrics(&self) -> CcMetrics {
-        CcMetrics {
-            cwnd: self.cwnd(),
-            ssthresh: self.ssthresh(),
-            pacing_rate: None,
-            phase: if self.w.in_slow_start() { "slow_start" } else { "congestion_avoidance" },
-        }
     }
 }
 

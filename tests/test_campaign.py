@@ -2,6 +2,7 @@
 after SIGKILL, executor equivalence, catalog queries and the report."""
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -361,4 +362,9 @@ def test_plan_refuses_a_congestion_control_the_simulator_lacks_naming_the_condit
     assert len(expand(doc, backend="live").tasks) == 1
     with pytest.raises(ScenarioError, match="no congestion control 'dctcp'"):
         expand(doc, backend="sim")
+    # ...but its bottleneck is the `aqm` crate's (linkem's) on either backend.
+    for bad, field in [({"qdisc": "redd"}, "bottleneck.qdisc"), ({"qdisc": "red", "params": {"max_p": 1.5}}, "bottleneck.params")]:
+        live = {**doc, "bottleneck": {**doc["bottleneck"], **bad}}
+        with pytest.raises(ScenarioError, match=rf"`{re.escape(field)}`"):
+            expand(live, source="k.toml", backend="live")
 

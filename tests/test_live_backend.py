@@ -205,10 +205,12 @@ def test_a_qdisc_linkem_refuses_is_one_sentence_and_cleans_up(runnable):
     if runnable.path != "linkem":
         pytest.skip("this machine runs the kernel path; linkem's refusal is not reached")
     seen: dict[str, str] = {}
+    # An unknown qdisc name is refused before the run (preflight; the planner too),
+    # a parameter out of range only by linkem itself: what reaches linkem here.
     s = Scenario.from_dict({"name": "bad-qdisc", "duration": "2s",
-                            "bottleneck": {"rate": "50Mbit", "buffer": "100%bdp", "qdisc": "no-such-qdisc"},
+                            "bottleneck": {"rate": "50Mbit", "buffer": "100%bdp", "qdisc": "red", "params": {"max_p": 1.5}},
                             "flows": [{"cca": "cubic", "rtt": "20ms"}]})
-    with pytest.raises(LiveError, match=r"linkem refused the run's configuration.*qdisc") as e:
+    with pytest.raises(LiveError, match=r"linkem refused the run's configuration.*max_p") as e:
         run_live(s, seed=1, progress=lambda p: seen.setdefault("run_id", p.run_id))
     assert "\n" not in str(e.value)
     assert_no_leftovers(e.value.run_id)

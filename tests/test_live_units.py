@@ -92,6 +92,15 @@ def test_qdisc_linkem_does_not_know(monkeypatch):
         runner.preflight(scenario(bottleneck={"qdisc": "sfb"}), caps())
 
 
+def test_linkem_knows_every_qdisc_of_the_aqm_crate():
+    # No monkeypatch: this used to import the table from a wrong relative path,
+    # return None, and so never refuse anything (linkem then failed at start).
+    known = linkem_link.known_qdiscs()
+    assert {"droptail", "red", "choke", "blue", "codel", "fq_codel", "pie", "zrtt"} <= set(known)
+    with pytest.raises(LiveError, match=r"linkem does not know the qdisc 'sfb'"):
+        runner.choose_path(scenario(bottleneck={"qdisc": "sfb"}).resolve(), caps(), "linkem")
+
+
 def test_missing_ethtool_names_the_package():
     tools = {**caps().tools, "ethtool": None}
     with pytest.raises(LiveError, match=r"`ethtool` is not installed.*apt-get install ethtool"):

@@ -40,28 +40,6 @@ def qdisc_table() -> list[tuple[str, str, str]]:
     return list(qdisc_registry())
 
 
-def check_simulatable(scenario: Scenario, where: str) -> None:
-    """Refuse what the simulator would refuse — a flow `cca` or bottleneck `qdisc`
-    it lacks, a parameter out of range — before anything runs: a campaign would
-    otherwise plan the condition and fail every one of its runs, perhaps hours in.
-    Names are checked here (the message lists the known ones); the engine checks
-    the rest without simulating (`_core.check`)."""
-    from .._core import SimulationError, check
-    from ..scenario import ScenarioError
-
-    known = [name for name, _, _ in cca_table()]
-    for i, f in enumerate(scenario.flows):
-        if f.cca not in known:
-            raise ScenarioError(f"{where}: field `flows[{i}].cca`: the simulator has no congestion control {f.cca!r}; known: {', '.join(known)} (`fairlab list ccas`)")
-    qdiscs = [name for name, _, _ in qdisc_table()]
-    if scenario.bottleneck.qdisc not in qdiscs:
-        raise ScenarioError(f"{where}: field `bottleneck.qdisc`: the simulator has no queue discipline {scenario.bottleneck.qdisc!r}; known: {', '.join(qdiscs)} (`fairlab list qdiscs`)")
-    try:
-        check(json.dumps(scenario.resolve()))
-    except SimulationError as e:
-        raise ScenarioError(f"{where}: {e}") from None
-
-
 def simulate(scenario: Scenario, *, seed: int | None = None, progress: Progress | None = None) -> Trace:
     """Run ``scenario`` in the packet-level simulator and return its Trace.
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..backends.sim import check_simulatable
+from ..backends.checks import check_bottleneck, check_simulatable
 from ..scenario import Scenario, ScenarioError, read_toml
 
 _INDEX = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(\[(?P<idx>\*|\d+)\])?$")
@@ -279,6 +279,8 @@ def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "s
         model = Scenario.from_dict(d, source=f"{source} [{label}]")
         if backend == "sim":
             check_simulatable(model, f"{source} [{label}]")
+        else:
+            check_bottleneck(model, f"{source} [{label}]")
         cond = _condition_id(d, kind)
         keys = []
         for k in range(model.runs):

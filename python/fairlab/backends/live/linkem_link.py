@@ -90,14 +90,12 @@ def linkem_version(binary: str) -> str | None:
         return None
 
 
-def known_qdiscs() -> list[str] | None:
+def known_qdiscs() -> list[str]:
     """Queue disciplines linkem can run: the `aqm` crate's name table, read through
-    the compiled core when it exposes it (linkem links the same crate), else None."""
-    try:
-        from ...._core import qdisc_registry  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return [row[0] for row in qdisc_registry()]
+    the compiled core (linkem links the same crate)."""
+    from ..sim import qdisc_table
+
+    return [name for name, _, _ in qdisc_table()]
 
 
 def config(resolved: dict[str, Any], topo: Dumbbell, *, seed: int) -> dict[str, Any]:

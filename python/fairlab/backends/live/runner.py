@@ -172,7 +172,7 @@ def choose_path(resolved: dict[str, Any], caps: capabilities.Capabilities, emula
         linkem_no = f"no linkem binary ({caps.linkem_how})"
     else:
         known = linkem_link.known_qdiscs()
-        if known is not None and qdisc not in known:
+        if qdisc not in known:
             linkem_no = f"linkem does not know the qdisc {qdisc!r} (it knows: {', '.join(known)})"
     if emulation == "kernel":
         if kernel_no:

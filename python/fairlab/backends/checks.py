@@ -1,0 +1,55 @@
+"""Refuse, before anything runs, a scenario a backend would refuse when it starts.
+
+A campaign plans every condition first and runs them for minutes to hours; a bad
+value found only when its run starts fails each of that condition's runs, after
+the runs before it. So the planner asks here, once per condition, and the message
+names the condition and the field. The names are checked in Python (the message
+lists the known ones); everything else — parameters out of range, sizes — is the
+engine's own check (`_core.check`), which runs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..scenario import Scenario, ScenarioError
+from .sim import cca_table, qdisc_table
+
+
+def check_simulatable(scenario: Scenario, where: str) -> None:
+    """Everything the simulator would refuse: a flow `cca` it lacks, a bottleneck
+    `qdisc` it lacks, a controller or qdisc parameter out of range."""
+    known = [name for name, _, _ in cca_table()]
+    for i, f in enumerate(scenario.flows):
+        if f.cca not in known:
+            raise ScenarioError(f"{where}: field `flows[{i}].cca`: the simulator has no congestion control {f.cca!r}; known: {', '.join(known)} (`fairlab list ccas`)")
+    _check_qdisc_name(scenario, where)
+    _engine_check(scenario.resolve(), where)
+
+
+def check_bottleneck(scenario: Scenario, where: str) -> None:
+    """What a live run would refuse at the bottleneck: a qdisc or qdisc parameter
+    the `aqm` crate refuses (linkem runs that crate; the kernel path translates the
+    same names). The flows' congestion controls are the kernel's, checked when the
+    run starts against the kernel that runs it."""
+    _check_qdisc_name(scenario, where)
+    resolved = scenario.resolve()
+    # The engine's check also builds controllers; give it one it has, with no
+    # parameters, so only the bottleneck (and the backend-neutral flow fields) count.
+    resolved["flows"] = [{**f, "cca": "reno", "params": {}} for f in resolved["flows"]]
+    _engine_check(resolved, where)
+
+
+def _check_qdisc_name(scenario: Scenario, where: str) -> None:
+    qdiscs = [name for name, _, _ in qdisc_table()]
+    if scenario.bottleneck.qdisc not in qdiscs:
+        raise ScenarioError(f"{where}: field `bottleneck.qdisc`: no queue discipline {scenario.bottleneck.qdisc!r}; known: {', '.join(qdiscs)} (`fairlab list qdiscs`)")
+
+
+def _engine_check(resolved: dict, where: str) -> None:
+    from .._core import SimulationError, check
+
+    try:
+        check(json.dumps(resolved))
+    except SimulationError as e:
+        raise ScenarioError(f"{where}: {e}") from None

@@ -97,12 +97,9 @@ def canonical_json(obj: Any) -> str:
 
 def _engine() -> str:
     """The simulator build's source fingerprint: a changed engine never reuses runs."""
-    try:
-        from .._core import engine_hash
+    from .._core import engine_hash
 
-        return engine_hash()
-    except ImportError:  # pragma: no cover - the core is built by `make install`
-        return "no-core"
+    return engine_hash()
 
 
 def run_key(resolved: dict[str, Any], seed: int, backend: str) -> str:

@@ -17,28 +17,12 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
+    from .._core import SimulationError
+    from ..backends.live.errors import LiveError
     from ..campaign.store import StoreError
+    from ..ingest import IngestError
 
-    errors: list[type[BaseException]] = [AnalysisError, ScenarioError, TraceError, StoreError, FileNotFoundError]
-    try:
-        from ..ingest import IngestError
-
-        errors.append(IngestError)
-    except ImportError:  # pragma: no cover - ingest is part of the package
-        pass
-    try:
-        from ..backends.live.errors import LiveError
-
-        errors.append(LiveError)
-    except ImportError:  # pragma: no cover
-        pass
-    try:
-        from .._core import SimulationError
-
-        errors.append(SimulationError)
-    except ImportError:  # pragma: no cover - the compiled core is built by `make install`
-        pass
-    return tuple(errors)
+    return (AnalysisError, ScenarioError, TraceError, StoreError, FileNotFoundError, IngestError, LiveError, SimulationError)
 
 
 USER_ERRORS = _user_errors()

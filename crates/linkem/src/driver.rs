@@ -155,13 +155,17 @@ pub fn run(bridge: &mut Bridge, ports: &mut Ports, mut stats: Option<BufWriter<F
     let mut floor = SimTime::ZERO;
     loop {
         health.iterations += 1;
+        // Only a sleep that began before the timer's instant measures how late the
+        // host wakes the loop; if this iteration's own work ran past it, the timer
+        // fired while the loop was busy and the "lateness" would be that work.
+        let slept_in_time = block && armed.is_some_and(|target| sys::monotonic_ns() < target);
         sys::poll(&mut fds, block)?;
         // The edge: the one clock read of this iteration (the realtime read beside it
         // only converts the ring's frame timestamps).
         let mono_ns = sys::monotonic_ns();
         let now = SimTime::from_nanos(mono_ns.saturating_sub(start_ns));
         let realtime_minus_start = i128::from(sys::realtime_ns()) - i128::from(mono_ns) + i128::from(start_ns);
-        if let (true, Some(target)) = (block && fds[timer_slot].revents & libc::POLLIN != 0, armed) {
+        if let (true, Some(target)) = (slept_in_time && fds[timer_slot].revents & libc::POLLIN != 0, armed) {
             let late = mono_ns.saturating_sub(target);
             health.timer_late_max_ns = health.timer_late_max_ns.max(late);
             spin.timer_woke(mono_ns, late);

@@ -186,6 +186,9 @@ def test_failed_runs_are_recorded_and_the_campaign_goes_on(tmp_path, monkeypatch
         ({"bottleneck.qdisc": ["droptail", "no-such-qdisc"]}, "bottleneck.qdisc", ["'no-such-qdisc'", "known:", "fq_codel"]),
         ({"bottleneck.qdisc": ["red"], "bottleneck.params.max_p": [0.1, 1.5]}, "bottleneck.params", ["max_p", "1.5", "(0, 1]"]),
         ({"flows[0].params.abc_l": [2, 5]}, "flows[0].params", ["abc_l"]),
+        # The engine numbers flows after `count` expansion (cubic is its flows[3]);
+        # the message must name the entry in the file.
+        ({"flows[0].count": [3], "flows[1].params.beta": [0.7, 5.0]}, "flows[1].params", ["beta", "cubic"]),
     ],
 )
 def test_plan_refuses_what_the_engine_would_refuse_naming_condition_and_field(sweep, field, words):
@@ -197,6 +200,23 @@ def test_plan_refuses_what_the_engine_would_refuse_naming_condition_and_field(sw
     assert msg.startswith("spec.toml [") and f"`{field}`" in msg, msg
     for w in words:
         assert w in msg, msg
+
+
+def test_a_campaign_planned_before_a_check_existed_still_reports(tmp_path):
+    """A store whose manifest holds a condition today's planner would refuse (made
+    before the check, or before a range was tightened) must still give its report
+    from the runs that finished."""
+    from fairlab.report.campaign_report import write_report
+
+    sweep = {"bottleneck.qdisc": ["red"], "bottleneck.params.max_p": [0.1, 1.5]}
+    camp = expand(doc(runs=1, sweep=sweep), check=False)
+    store = Store(tmp_path / "c")
+    rep = run_campaign(camp, store, workers=1)
+    assert rep.done == 1 and rep.failed == 1
+    (fail,) = store.failures()
+    assert "max_p" in fail["reason"]
+    paths = write_report(tmp_path / "c")
+    assert paths["html"].exists() and "max_p" in paths["markdown"].read_text()
 
 
 def test_the_cli_exits_1_when_runs_failed_and_keeps_the_rest(tmp_path, monkeypatch):
@@ -219,6 +239,29 @@ def test_the_cli_exits_1_when_runs_failed_and_keeps_the_rest(tmp_path, monkeypat
     assert "1 of 2 runs failed" in msg and str(out / "failed") in msg, msg
     assert len(list((out / "runs").glob("*.parquet"))) == 1
     assert len(list((out / "failed").glob("*.json"))) == 1
+
+
+def test_reproduce_with_a_failed_run_writes_the_report_and_exits_1(tmp_path, monkeypatch):
+    import fairlab.runner
+    from typer.testing import CliRunner
+
+    from fairlab.cli import app
+
+    real = fairlab.runner.run_scenario
+
+    def no_bbr(model, **kw):
+        if any(f.cca == "bbr" for f in model.flows):
+            raise RuntimeError("injected backend failure")
+        return real(model, **kw)
+
+    monkeypatch.setattr(fairlab.runner, "run_scenario", no_bbr)
+    out = tmp_path / "usc"
+    r = CliRunner().invoke(app, ["reproduce", "usc-lab10", "--quick", "--out", str(out), "--workers", "1"])
+    assert r.exit_code == 1, r.output
+    msg = " ".join(r.output.split())
+    assert "1 of 3 runs failed" in msg and "report:" in msg, msg
+    report = (out / "report.md").read_text()
+    assert "reno vs reno" in report and "injected backend failure" in report
 
 
 def test_catalog_query_and_open_campaign(tmp_path):

@@ -11,6 +11,7 @@ engine's own check (`_core.check`), which runs nothing.
 from __future__ import annotations
 
 import json
+import re
 
 from ..scenario import Scenario, ScenarioError
 from .sim import cca_table, qdisc_table
@@ -24,7 +25,7 @@ def check_simulatable(scenario: Scenario, where: str) -> None:
         if f.cca not in known:
             raise ScenarioError(f"{where}: field `flows[{i}].cca`: the simulator has no congestion control {f.cca!r}; known: {', '.join(known)} (`fairlab list ccas`)")
     _check_qdisc_name(scenario, where)
-    _engine_check(scenario.resolve(), where)
+    _engine_check(scenario, scenario.resolve(), where)
 
 
 def check_bottleneck(scenario: Scenario, where: str) -> None:
@@ -37,7 +38,7 @@ def check_bottleneck(scenario: Scenario, where: str) -> None:
     # The engine's check also builds controllers; give it one it has, with no
     # parameters, so only the bottleneck (and the backend-neutral flow fields) count.
     resolved["flows"] = [{**f, "cca": "reno", "params": {}} for f in resolved["flows"]]
-    _engine_check(resolved, where)
+    _engine_check(scenario, resolved, where)
 
 
 def _check_qdisc_name(scenario: Scenario, where: str) -> None:
@@ -46,10 +47,23 @@ def _check_qdisc_name(scenario: Scenario, where: str) -> None:
         raise ScenarioError(f"{where}: field `bottleneck.qdisc`: no queue discipline {scenario.bottleneck.qdisc!r}; known: {', '.join(qdiscs)} (`fairlab list qdiscs`)")
 
 
-def _engine_check(resolved: dict, where: str) -> None:
+def _engine_check(scenario: Scenario, resolved: dict, where: str) -> None:
     from .._core import SimulationError, check
 
     try:
         check(json.dumps(resolved))
     except SimulationError as e:
-        raise ScenarioError(f"{where}: {e}") from None
+        raise ScenarioError(f"{where}: {_in_file_terms(str(e), scenario)}") from None
+
+
+def _in_file_terms(message: str, scenario: Scenario) -> str:
+    """The engine numbers flows after `count` expansion; the user's file numbers its
+    [[flows]] entries. `flows[10]` of the engine is `flows[1]` of a file whose first
+    entry has count = 10."""
+    entry = [i for i, f in enumerate(scenario.flows) for _ in range(f.count)]
+
+    def to_file(m: re.Match[str]) -> str:
+        k = int(m.group(1))
+        return f"flows[{entry[k]}]" if k < len(entry) else m.group(0)
+
+    return re.sub(r"flows\[(\d+)\]", to_file, message)

@@ -260,8 +260,10 @@ def _absolute_files(doc: dict[str, Any], source: str) -> None:
             analysis[key] = files
 
 
-def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "sim") -> Campaign:
-    """Expand a campaign document into its plan (validating every condition)."""
+def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "sim", check: bool = True) -> Campaign:
+    """Expand a campaign document into its plan, validating every condition against
+    the schema and, with ``check``, against what ``backend`` would refuse when the
+    run starts (backends/checks.py)."""
     doc = copy.deepcopy(doc)
     _absolute_files(doc, source)
     sweep = doc.pop("sweep", {}) or {}
@@ -274,9 +276,9 @@ def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "s
 
     def add(kind: str, d: dict[str, Any], point: dict[str, Any], label: str, **extra: Any) -> tuple[str, list[str]]:
         model = Scenario.from_dict(d, source=f"{source} [{label}]")
-        if backend == "sim":
+        if check and backend == "sim":
             check_simulatable(model, f"{source} [{label}]")
-        else:
+        elif check:
             check_bottleneck(model, f"{source} [{label}]")
         cond = _condition_id(d, kind)
         keys = []

@@ -10,8 +10,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..campaign.plan import expand
-from ..campaign.store import Store
-from .common import console
+from ..campaign.store import Store, StoreError
+from .common import console, err_console
 
 
 def report(
@@ -84,6 +84,14 @@ def reproduce(
     report = run_campaign_with_progress(campaign, out_dir, workers=workers, dask=dask)
     if report.failed == report.total:
         exit_if_runs_failed(report, out_dir)  # nothing to report on
-    paths = write_report(out_dir, notes=notes)
+    try:
+        paths = write_report(out_dir, notes=notes)
+    except StoreError as e:
+        if not report.failed:
+            raise
+        # E.g. every main run failed but calibration runs finished: say why there
+        # is no report, then what failed.
+        err_console.print(f"no report: {escape(str(e))}")
+        exit_if_runs_failed(report, out_dir)
     console.print(f"report: [bold]{paths['html']}[/] (and {paths['markdown'].name}, figures/)")
     exit_if_runs_failed(report, out_dir)

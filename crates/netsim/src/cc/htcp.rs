@@ -283,6 +283,7 @@ impl CongestionControl for Htcp {
             self.s.last_cong = Some(ack.now);
         }
         self.s.open = !ack.in_recovery;
+        self.s.w.in_recovery = ack.in_recovery;
         if let Some(rtt) = ack.rtt {
             self.measure_rtt(ack.now, rtt);
         }
@@ -318,6 +319,8 @@ impl CongestionControl for Htcp {
         // Back to Open: Δ counts from here (Linux `htcp_state(TCP_CA_Open)`).
         self.s.last_cong = Some(now);
         self.s.open = true;
+        // Not read by H-TCP (its phase follows `open`), but kept true to its meaning.
+        self.s.w.in_recovery = false;
     }
 
     fn on_rto(&mut self, now: SimTime, _in_flight: u64) {

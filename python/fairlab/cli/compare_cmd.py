@@ -17,8 +17,8 @@ from rich.table import Table
 
 from ..analysis import Analysis, analyze
 from ..campaign.plan import derive_seed
-from ..metrics._common import fmt_num
-from ..metrics.stats import RunStats, run_stats
+from ..campaign.aggregate import fmt_stat
+from ..metrics.stats import run_stats
 from ..runner import run_scenario
 from ..scenario import load_scenario
 from ..trace import Trace, concat
@@ -63,7 +63,7 @@ def compare(
             "seed": base,
             "runs": n,
             "seeds": seeds,
-            "summary": summary,
+            "summary": {b: _summary_json(summary[b]) for b in BACKENDS},
             "sim": analyses["sim"][0].to_dict(),
             "live": analyses["live"][0].to_dict(),
             "per_run": {b: [a.to_dict() for a in analyses[b]] for b in BACKENDS},
@@ -81,30 +81,26 @@ def compare(
     console.print(f"traces in {out_dir}/sim.parquet and {out_dir}/live.parquet{runs_note}")
 
 
-def _stats_dict(st: RunStats) -> dict[str, Any]:
-    return {"mean": st.mean, "std": st.std, "ci_low": st.ci_low, "ci_high": st.ci_high, "n": st.n}
-
-
 def _summary(analyses: list[Analysis]) -> dict[str, Any]:
     """Mean, std and 95 % CI over runs of each flow's mean throughput and both Jain
     variants (`metrics.stats.run_stats`)."""
-    first = analyses[0]
-    flows = []
-    for i, f in enumerate(first.flows):
-        st = run_stats([a.flows[i].mean_bps for a in analyses])
-        flows.append({"flow": f.flow, "label": f.label, "cca": f.cca, "mean_bps": _stats_dict(st)})
+    flows = [
+        {"flow": f.flow, "label": f.label, "cca": f.cca, "mean_bps": run_stats([a.flows[i].mean_bps for a in analyses])}
+        for i, f in enumerate(analyses[0].flows)
+    ]
     return {
         "flows": flows,
-        "jain_mean_jt": _stats_dict(run_stats([a.jain.mean_jt for a in analyses])),
-        "jain_of_means": _stats_dict(run_stats([a.jain.of_means for a in analyses])),
+        "jain_mean_jt": run_stats([a.jain.mean_jt for a in analyses]),
+        "jain_of_means": run_stats([a.jain.of_means for a in analyses]),
     }
 
 
-def _pm(st: dict[str, Any], fmt) -> str:
-    """'mean ± std' (just the mean for one run)."""
-    if st["mean"] is None:
-        return "—"
-    return fmt(st["mean"]) if st["std"] is None else f"{fmt(st['mean'])} ± {fmt(st['std'])}"
+def _summary_json(summary: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "flows": [{**f, "mean_bps": f["mean_bps"].to_dict()} for f in summary["flows"]],
+        "jain_mean_jt": summary["jain_mean_jt"].to_dict(),
+        "jain_of_means": summary["jain_of_means"].to_dict(),
+    }
 
 
 def _print_tables(name: str, analyses: dict[str, list[Analysis]], summary: dict[str, Any], n: int) -> None:
@@ -114,17 +110,13 @@ def _print_tables(name: str, analyses: dict[str, list[Analysis]], summary: dict[
     for c in ("flow", "cca", "sim throughput", "live throughput", "live / sim"):
         t.add_column(c, justify="left" if c in ("flow", "cca") else "right")
     for fs, fl in zip(summary["sim"]["flows"], summary["live"]["flows"]):
-        ms, ml = fs["mean_bps"]["mean"], fl["mean_bps"]["mean"]
-        ratio = "—" if not ms or ml is None else f"{ml / ms:.2f}"
-        t.add_row(fs["label"], fs["cca"] or "—", fmt_rate_pm(fs["mean_bps"]["mean"], fs["mean_bps"]["std"]), fmt_rate_pm(fl["mean_bps"]["mean"], fl["mean_bps"]["std"]), ratio)
+        ss, sl = fs["mean_bps"], fl["mean_bps"]
+        ratio = "—" if not ss.mean or sl.mean is None else f"{sl.mean / ss.mean:.2f}"
+        t.add_row(fs["label"], fs["cca"] or "—", fmt_rate_pm(ss.mean, ss.std), fmt_rate_pm(sl.mean, sl.std), ratio)
     console.print(t)
     j = Table(title="Jain's index", title_justify="left")
     for c in ("variant", "sim", "live"):
         j.add_column(c, justify="left" if c == "variant" else "right")
-
-    def num(x: float) -> str:
-        return fmt_num(x, 4)
-
-    j.add_row("mean of J(t)", _pm(summary["sim"]["jain_mean_jt"], num), _pm(summary["live"]["jain_mean_jt"], num))
-    j.add_row("J of mean throughputs", _pm(summary["sim"]["jain_of_means"], num), _pm(summary["live"]["jain_of_means"], num))
+    for name, key in (("mean of J(t)", "jain_mean_jt"), ("J of mean throughputs", "jain_of_means")):
+        j.add_row(name, fmt_stat(summary["sim"][key], dp=4), fmt_stat(summary["live"][key], dp=4))
     console.print(j)

@@ -11,7 +11,6 @@ from .common import console
 app = typer.Typer(help="List what fairlab knows: congestion controls, queue disciplines.", no_args_is_help=True)
 
 
-
 def _print(rows: list[tuple[str, str, str]], title: str) -> None:
     t = Table(title=title, title_justify="left", show_lines=True)
     t.add_column("name", style="bold")

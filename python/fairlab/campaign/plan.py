@@ -186,7 +186,7 @@ def is_grouped_axis(key: str) -> bool:
     return "." not in key and "[" not in key and key not in _SCENARIO_FIELDS
 
 
-def _fmt_value(v: Any) -> str:
+def format_sweep_value(v: Any) -> str:
     """How a sweep value is shown: a grouped value by its `label` key, else by its
     scalar assignments joined with "/" (tables such as controller params are left out)."""
     if isinstance(v, dict):
@@ -197,7 +197,7 @@ def _fmt_value(v: Any) -> str:
 
 
 def _label(point: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={_fmt_value(v)}" for k, v in point.items()) or "base"
+    return ", ".join(f"{k}={format_sweep_value(v)}" for k, v in point.items()) or "base"
 
 
 def apply_point(doc: dict[str, Any], point: dict[str, Any], *, source: str) -> dict[str, Any]:

@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 from .. import __version__  # noqa: E402
 from ..analysis import analyze  # noqa: E402
 from ..campaign.aggregate import ConditionResult, aggregate, campaign_of, fmt_stat  # noqa: E402
-from ..campaign.plan import CALIBRATION, MAIN, SOLO, _fmt_value, is_grouped_axis  # noqa: E402
+from ..campaign.plan import CALIBRATION, MAIN, SOLO, format_sweep_value, is_grouped_axis  # noqa: E402
 from ..campaign.store import Store, StoreError  # noqa: E402
 from ..metrics._common import fmt_num  # noqa: E402
 from ..scenario import units  # noqa: E402
@@ -89,7 +89,7 @@ def _series_label(point: dict[str, Any], axis: Axis) -> str:
     rest = {k: v for k, v in point.items() if k != axis.key}
     if not rest:
         return "all"
-    return ", ".join((_fmt_value(v) if is_grouped_axis(k) else f"{k.split('.')[-1]}={v}") for k, v in rest.items())
+    return ", ".join((format_sweep_value(v) if is_grouped_axis(k) else f"{k.split('.')[-1]}={v}") for k, v in rest.items())
 
 
 def _fig_files(fig: plt.Figure, outdir: Path, stem: str, *, svg: bool = True) -> Path:
@@ -115,7 +115,7 @@ def _grid(results: list[ConditionResult], axis: Axis) -> tuple[list[str], list[A
 
 def _col_title(v: str) -> str:
     x = json.loads(v)
-    return "—" if x is None else _fmt_value(x)
+    return "—" if x is None else format_sweep_value(x)
 
 
 def _x_positions(cols: list[str]) -> tuple[list[float], list[str] | None]:

@@ -98,8 +98,6 @@ def test_multi_value_options_are_expanded():
     assert expand_multi_value_options(argv) == ["analyze", "a.json", "--calibration", "c1.json", "--calibration", "c2.json", "--json"]
 
 
-
-
 def test_cli_json_is_the_documented_document(tmp_path):
     p = constant_trace([5e9, 3e9, 1e9], labels=["a", "b", "c"]).to_parquet(tmp_path / "t.parquet")
     r = fairlab("analyze", str(p), "--json", "--window", "10:50")

@@ -342,10 +342,11 @@ def tables(results: list[ConditionResult], axis: Axis) -> list[tuple[str, str, d
             r = cells.get((s, c))
             if r is None or r.jain_mean_jt.mean is None:
                 row.append("—")
+            elif r.jain_mean_jt.std is None:  # one run: no spread to show
+                row.append(f"{r.jain_mean_jt.mean:.2f}")
             else:
                 cv = "—" if r.jain_cv is None else f"{r.jain_cv:.2f}"
-                sd = "—" if r.jain_mean_jt.std is None else f"{r.jain_mean_jt.std:.2f}"
-                row.append(f"{r.jain_mean_jt.mean:.2f} (std {sd}, CV {cv})")
+                row.append(f"{r.jain_mean_jt.mean:.2f} (std {r.jain_mean_jt.std:.2f}, CV {cv})")
         rows.append(row)
     out.append(("Jain's fairness index (mean of J(t))", "mean over runs with standard deviation and coefficient of variation (seed 001 Table III, seed 000 Table V)", _table(header, rows)))
     rows = []

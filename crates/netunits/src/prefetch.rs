@@ -23,13 +23,13 @@ const MAX_LINES: usize = 8;
 pub fn prefetch<T: ?Sized>(value: &T) {
     let start = value as *const T as *const u8;
     let bytes = std::mem::size_of_val(value).clamp(1, MAX_LINES * LINE);
-    // One hint per line touched, including a partial first or last line.
-    let first = start as usize & !(LINE - 1);
-    let last = (start as usize + bytes - 1) & !(LINE - 1);
-    let mut line = first;
-    while line <= last {
-        hint_line(start.wrapping_add(line - start as usize));
-        line += LINE;
+    // One hint per line touched, including a partial first or last line. The
+    // first line may begin before `value`, so step back to it with wrapping
+    // pointer arithmetic (never `line - start`, which underflows).
+    let skew = start as usize % LINE;
+    let first = start.wrapping_sub(skew);
+    for k in 0..(skew + bytes).div_ceil(LINE) {
+        hint_line(first.wrapping_add(k * LINE));
     }
 }
 
@@ -53,13 +53,19 @@ mod tests {
     use super::*;
 
     /// The line arithmetic must not overflow or panic for any size, including an
-    /// empty slice (size 0) and a value larger than `MAX_LINES` lines.
+    /// empty slice (size 0) and a value larger than `MAX_LINES` lines, nor at any
+    /// offset within a cache line (run in a build with overflow checks: an
+    /// unaligned start used to underflow `line - start`).
     #[test]
-    fn hints_values_of_any_size() {
+    fn hints_values_of_any_size_and_alignment() {
         let big = [7u8; 4096];
         prefetch(&big);
         prefetch(&big[..0]);
         prefetch(&3u64);
         prefetch(&());
+        for offset in 0..LINE {
+            prefetch(&big[offset..offset + 100]);
+            prefetch(&big[offset..offset + 1]);
+        }
     }
 }

@@ -106,12 +106,10 @@ impl TimerHeap {
             if p.key() <= e.key() {
                 break;
             }
-            self.heap[i] = p;
-            self.pos[p.flow as usize] = i as u32;
+            self.place(i, p);
             i = parent;
         }
-        self.heap[i] = e;
-        self.pos[e.flow as usize] = i as u32;
+        self.place(i, e);
     }
 
     /// Move the entry at `i` towards the leaves until no child is earlier.
@@ -134,10 +132,15 @@ impl TimerHeap {
             if e.key() <= b.key() {
                 break;
             }
-            self.heap[i] = b;
-            self.pos[b.flow as usize] = i as u32;
+            self.place(i, b);
             i = best;
         }
+        self.place(i, e);
+    }
+
+    /// Put `e` at index `i`, keeping `pos` in step.
+    #[inline(always)]
+    fn place(&mut self, i: usize, e: TimerEntry) {
         self.heap[i] = e;
         self.pos[e.flow as usize] = i as u32;
     }

@@ -618,11 +618,8 @@ impl Sim {
         self.acct[f].bytes_delivered += p.len as u64;
         let ep = &mut self.eps[f];
         let ack = ep.on_data(now, &p);
-        let w = ep.receiver_wakeup().as_nanos();
-        if w < self.timer_armed[f] {
-            self.timer_armed[f] = w;
-            self.q.push_timer(w, f as u32);
-        }
+        let w = ep.receiver_wakeup();
+        self.arm_by(f, w);
         if let Some(ack) = ack {
             self.send_ack(f, ack);
         }
@@ -668,11 +665,8 @@ impl Sim {
         ep.on_ack(now, &ack, &mut self.out);
         // Invariant: `timer_armed` ≤ every deadline as of the last handler; an ACK
         // moves only the sender's, so only that one needs checking.
-        let w = ep.sender_wakeup().as_nanos();
-        if w < self.timer_armed[f] {
-            self.timer_armed[f] = w;
-            self.q.push_timer(w, f as u32);
-        }
+        let w = ep.sender_wakeup();
+        self.arm_by(f, w);
         self.dispatch(f);
     }
 
@@ -698,7 +692,15 @@ impl Sim {
     /// (`timer_armed` ≤ every deadline of the flow after each handler).
     #[inline]
     fn rearm(&mut self, f: usize) {
-        let w = self.eps[f].next_wakeup().as_nanos();
+        let w = self.eps[f].next_wakeup();
+        self.arm_by(f, w);
+    }
+
+    /// Move the flow's timer to `w` if that is earlier than where it is armed
+    /// (a later wake-up waits for the armed timer to fire and find nothing due).
+    #[inline(always)]
+    fn arm_by(&mut self, f: usize, w: SimTime) {
+        let w = w.as_nanos();
         if w < self.timer_armed[f] {
             self.timer_armed[f] = w;
             self.q.push_timer(w, f as u32);

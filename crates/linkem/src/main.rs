@@ -5,8 +5,10 @@
 //! (an interface that cannot be opened, a socket error).
 #![deny(unsafe_code)]
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::BufWriter;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -28,18 +30,21 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     let mut config = None;
     let mut stats = None;
-    let mut it = std::env::args().skip(1);
+    // `args_os`: a path need not be UTF-8 (`std::env::args` would panic on one).
+    let mut it = std::env::args_os().skip(1);
     while let Some(a) = it.next() {
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (a.clone(), None),
+        let bytes = a.as_bytes();
+        let (flag, inline) = match bytes.iter().position(|&b| b == b'=') {
+            Some(i) if bytes.starts_with(b"--") => (&bytes[..i], Some(OsStr::from_bytes(&bytes[i + 1..]).to_owned())),
+            _ => (bytes, None),
         };
-        let slot = match flag.as_str() {
-            "--config" => &mut config,
-            "--stats" => &mut stats,
-            "-h" | "--help" => return Err(String::new()),
+        let slot = match flag {
+            b"--config" => &mut config,
+            b"--stats" => &mut stats,
+            b"-h" | b"--help" => return Err(String::new()),
             _ => return Err(format!("unknown argument {a:?}")),
         };
+        let flag = String::from_utf8_lossy(flag);
         let v = match inline {
             Some(v) => v,
             None => it.next().ok_or_else(|| format!("{flag} needs a path"))?,

@@ -57,6 +57,20 @@ fn bad_command_lines_exit_2() {
 }
 
 #[test]
+fn non_utf8_arguments_are_errors_not_panics() {
+    // Before: std::env::args() panicked with a backtrace (exit 101) on any such argument.
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let bad = OsStr::from_bytes(b"/nonexistent/fl-lktest-\xff.json");
+    for args in [vec![OsStr::new("--config"), bad], vec![bad]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_linkem")).args(&args).output().expect("run linkem");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: error must be one line: {err}");
+    }
+}
+
+#[test]
 fn a_missing_interface_is_a_runtime_error_naming_it() {
     let p = config_file("noif", GOOD);
     let (code, err) = linkem(&["--config", p.to_str().unwrap()]);

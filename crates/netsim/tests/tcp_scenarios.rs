@@ -5,7 +5,6 @@
 mod common;
 use common::*;
 
-/// Mean goodput of `flow` over `lo < t ≤ hi` (seconds).
 /// One `cca` flow alone through a DropTail buffer of `buffer_bdp` × BDP.
 fn alone(cca: &str, rate: u64, rtt_ms: u64, buffer_bdp: f64, secs: u64) -> netsim::RunOutput {
     let mut s = dumbbell(rate, bdp_packets(rate, rtt_ms, buffer_bdp), secs);

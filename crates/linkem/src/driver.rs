@@ -1,11 +1,12 @@
 //! The I/O loop: sockets in, [`Bridge`] in the middle, sockets out.
 //!
-//! One iteration: read the monotonic clock once and turn it into `SimTime` since
-//! `ready` (the only place wall-clock enters linkem, STYLE.md §1); receive what is
-//! waiting on every port (from its receive ring, up to `PORT_BUDGET` frames), each
-//! frame entering the bridge at the instant the kernel stamped it on arrival (see
-//! the loop); let the bridge run everything due; send; write a stats line if one is
-//! due; then sleep until the next deadline. The sleep
+//! One iteration: read the monotonic clock once after waking and turn it into
+//! `SimTime` since `ready` (the only place wall-clock enters linkem's core, STYLE.md
+//! §1; the other clock reads convert frame stamps and time the loop's own sleep);
+//! receive what is waiting on every port (from its receive ring, up to
+//! `PORT_BUDGET` frames), each frame entering the bridge at the instant the kernel
+//! stamped it on arrival (see the loop); let the bridge run everything due; send;
+//! write a stats line if one is due; then sleep until the next deadline. The sleep
 //! is a `ppoll` on the sockets, the signalfd and a timerfd armed at an *absolute*
 //! monotonic instant a spin window before the deadline; the window is spent
 //! polling without blocking, because waking from a timer costs tens to hundreds
@@ -157,15 +158,16 @@ pub fn run(bridge: &mut Bridge, ports: &mut Ports, mut stats: Option<BufWriter<F
         health.iterations += 1;
         // Only a sleep that began before the timer's instant measures how late the
         // host wakes the loop; if this iteration's own work ran past it, the timer
-        // fired while the loop was busy and the "lateness" would be that work.
-        let slept_in_time = block && armed.is_some_and(|target| sys::monotonic_ns() < target);
+        // fired while the loop was busy and the "lateness" would be that work. (This
+        // clock read only times the sleep; the core never sees it.)
+        let sleep_target = armed.filter(|&target| block && sys::monotonic_ns() < target);
         sys::poll(&mut fds, block)?;
-        // The edge: the one clock read of this iteration (the realtime read beside it
-        // only converts the ring's frame timestamps).
+        // The edge: the one clock read of this iteration that becomes `now` (the
+        // realtime read beside it only converts the ring's frame timestamps).
         let mono_ns = sys::monotonic_ns();
         let now = SimTime::from_nanos(mono_ns.saturating_sub(start_ns));
         let realtime_minus_start = i128::from(sys::realtime_ns()) - i128::from(mono_ns) + i128::from(start_ns);
-        if let (true, Some(target)) = (slept_in_time && fds[timer_slot].revents & libc::POLLIN != 0, armed) {
+        if let Some(target) = sleep_target.filter(|_| fds[timer_slot].revents & libc::POLLIN != 0) {
             let late = mono_ns.saturating_sub(target);
             health.timer_late_max_ns = health.timer_late_max_ns.max(late);
             spin.timer_woke(mono_ns, late);

@@ -62,14 +62,20 @@ pub struct Health {
     pub spin_max_ns: u64,
 }
 
-/// Receive-ring memory per sender port: all the ports share about 56 MiB, each
-/// between 512 KiB (≈ 330 MTU frames) and 8 MiB (≈ 5,200, a scheduling hiccup at
-/// several Gbit/s). The receiver port, which takes every flow's ACKs, gets 8 MiB.
-fn ring_bytes(sender_ports: usize) -> usize {
-    (56 << 20) / sender_ports.max(1)
+/// Receive-ring memory of port `port` of `n_ports` (the last is the receiver): the
+/// sender ports share about 56 MiB, each between 512 KiB (≈ 330 MTU frames) and
+/// 8 MiB (≈ 5,200, a scheduling hiccup at several Gbit/s). The receiver port, which
+/// takes every flow's ACKs, gets 8 MiB.
+fn ring_bytes(port: usize, n_ports: usize) -> usize {
+    const MIN: usize = 512 << 10;
+    const MAX: usize = 8 << 20;
+    let senders = n_ports - 1;
+    if port == senders {
+        MAX
+    } else {
+        ((56 << 20) / senders).clamp(MIN, MAX)
+    }
 }
-const RING_MIN: usize = 512 << 10;
-const RING_MAX: usize = 8 << 20;
 
 /// Frame buffers handed back after sending, reused for the next frames received:
 /// a steady flow of frames then costs no allocation.
@@ -105,13 +111,11 @@ impl Ports {
     /// Open every interface (the last is the receiver port); the error names the
     /// interface.
     pub fn open(names: &[&str]) -> Result<Ports, String> {
-        let senders = names.len().saturating_sub(1);
         let socks = names
             .iter()
             .enumerate()
             .map(|(i, n)| {
-                let ring = if i == senders { RING_MAX } else { ring_bytes(senders).clamp(RING_MIN, RING_MAX) };
-                PacketSocket::open(n, ring).map_err(|e| format!("cannot open interface {n:?}: {e}"))
+                PacketSocket::open(n, ring_bytes(i, names.len())).map_err(|e| format!("cannot open interface {n:?}: {e}"))
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Ports { socks })
@@ -301,6 +305,17 @@ fn send_all(ports: &Ports, out: &mut Vec<Egress>, scratch: &mut SendScratch, hea
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sender_ports_share_56_mib_of_ring_within_512_kib_and_8_mib() {
+        const MIB: usize = 1 << 20;
+        // 1 sender + receiver: both at the 8 MiB cap.
+        assert_eq!((ring_bytes(0, 2), ring_bytes(1, 2)), (8 * MIB, 8 * MIB));
+        // 8 senders: 7 MiB each; the receiver keeps 8 MiB.
+        assert_eq!((ring_bytes(3, 9), ring_bytes(8, 9)), (7 * MIB, 8 * MIB));
+        // 200 senders: 56 MiB / 200 ≈ 287 KiB, raised to the 512 KiB floor.
+        assert_eq!(ring_bytes(0, 201), 512 << 10);
+    }
 
     #[test]
     fn a_frame_enters_at_its_arrival_stamp_within_floor_and_now() {

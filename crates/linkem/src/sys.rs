@@ -537,23 +537,23 @@ pub fn offload_is_gso(off: &[u8; OFFLOAD_LEN]) -> bool {
     off[1] != 0
 }
 
-/// Nanoseconds of `CLOCK_MONOTONIC`: linkem's only clock. Read once per loop
-/// iteration by the driver and turned into `SimTime` there.
+/// Nanoseconds of `CLOCK_MONOTONIC`: linkem's only clock. Read by the driver, once
+/// per loop iteration for `now`, and turned into `SimTime` there.
 pub fn monotonic_ns() -> u64 {
-    // SAFETY: an all-zero timespec is valid; `ts` lives across the call.
-    let mut ts: libc::timespec = unsafe { zeroed() };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 /// Nanoseconds of `CLOCK_REALTIME`, only to place the ring's frame timestamps on
 /// the monotonic clock (the driver reads both clocks together).
 pub fn realtime_ns() -> u64 {
+    clock_ns(libc::CLOCK_REALTIME)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     // SAFETY: an all-zero timespec is valid; `ts` lives across the call.
     let mut ts: libc::timespec = unsafe { zeroed() };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_REALTIME always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    // SAFETY: `ts` is a valid, writable timespec; both clocks passed here always exist.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 

@@ -72,7 +72,8 @@ enum Receiver {
 
 impl PacketSocket {
     /// Open and bind a socket on interface `ifname`, with a receive ring of about
-    /// `ring_bytes` (0: no ring, `recvmmsg` only).
+    /// `ring_bytes` (one 64 KiB block at least), or on `recvmmsg` when the kernel
+    /// refuses the ring.
     ///
     /// - `PACKET_VNET_HDR`: each frame comes with a `virtio_net_hdr`. A frame that a
     ///   local TCP stack sent over a veth still has its TCP checksum to be filled in
@@ -107,12 +108,11 @@ impl PacketSocket {
         if setsockopt(raw, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &SOCKET_BUFFER).is_err() {
             let _ = setsockopt(raw, libc::SOL_SOCKET, libc::SO_SNDBUF, &SOCKET_BUFFER);
         }
-        let rx = match ring_bytes {
-            0 => Receiver::Batch(RecvBatch::new(BATCH)),
-            n => match RxRing::new(raw, &cname, n) {
-                Ok(r) => Receiver::Ring(r),
-                Err(_) => Receiver::Batch(RecvBatch::new(BATCH)),
-            },
+        // A ring the kernel refuses leaves the port on `recvmmsg` (counted in the
+        // exit summary's "rx rings k/n").
+        let rx = match RxRing::new(raw, &cname, ring_bytes) {
+            Ok(r) => Receiver::Ring(r),
+            Err(_) => Receiver::Batch(RecvBatch::new(BATCH)),
         };
         // SAFETY: an all-zero packet_mreq is a valid value of this plain C struct.
         let mut mreq: libc::packet_mreq = unsafe { zeroed() };

@@ -152,6 +152,17 @@ fn udp_rtts_ms(lab: &Lab) -> Result<Vec<f64>, String> {
     probe.join().map_err(|_| "probe thread panicked".to_string())?
 }
 
+/// RTTs (ms) through linkem: median 2 × the one-way delay within the budget, none
+/// below it (a 20 µs allowance for the two clock reads of each measurement).
+fn check_rtts(what: &str, rtts: &[f64]) {
+    let want = 2.0 * ONE_WAY_MS as f64;
+    let m = median(rtts.to_vec());
+    let lo = rtts.iter().copied().fold(f64::INFINITY, f64::min);
+    println!("{what} RTT through linkem: median {m:.3} ms, min {lo:.3} ms over {} (want {want} ± {TOLERANCE_MS})", rtts.len());
+    assert!((m - want).abs() <= TOLERANCE_MS, "{what} RTT median {m:.3} ms, want {want} ± {TOLERANCE_MS}: {rtts:?}");
+    assert!(lo >= want - 0.02, "{what} RTT {lo:.3} ms, below 2 × the one-way delay: {rtts:?}");
+}
+
 /// The result of a non-blocking socket call: `None` when it would block.
 fn ready<T>(r: std::io::Result<T>) -> Result<Option<T>, String> {
     match r {
@@ -259,25 +270,13 @@ fn run_lab(prefix: &str) -> Result<(), String> {
 
     // linkem adds exactly the configured delay each way: the busy-polling probe's
     // median RTT is 2 × delay within the ±0.5 ms budget, and no echo ever comes
-    // back early (a 20 µs allowance for the two clock reads).
-    let want = 2.0 * ONE_WAY_MS as f64;
-    let udp = udp?;
-    let m = median(udp.clone());
-    let lo = udp.iter().copied().fold(f64::INFINITY, f64::min);
-    println!("UDP echo RTT through linkem: median {m:.3} ms, min {lo:.3} ms over {} (want {want} ± {TOLERANCE_MS})", udp.len());
-    assert!((m - want).abs() <= TOLERANCE_MS, "UDP RTT median {m:.3} ms, want {want} ± {TOLERANCE_MS}: {udp:?}");
-    assert!(lo >= want - 0.02, "an echo came back in {lo:.3} ms, before 2 × the one-way delay: {udp:?}");
+    // back early.
+    check_rtts("UDP echo", &udp?);
     // ping measures the same path without a helper of ours: the receiver's kernel
     // answers the echo in softirq, and iputils ping times the reply by the kernel's
     // receive stamp, so neither end's wake-up is counted. The same bounds hold.
     match ping {
-        Some(p) => {
-            let m = median(p.clone());
-            let lo = p.iter().copied().fold(f64::INFINITY, f64::min);
-            println!("ping RTT through linkem: median {m:.3} ms, min {lo:.3} ms over {}", p.len());
-            assert!((m - want).abs() <= TOLERANCE_MS, "ping RTT median {m:.3} ms, want {want} ± {TOLERANCE_MS}: {p:?}");
-            assert!(lo >= want - 0.02, "ping RTT {lo:.3} ms, below 2 × the one-way delay: {p:?}");
-        }
+        Some(p) => check_rtts("ping", &p),
         None => println!("note: `ping` not available or failed; checked with UDP echoes only"),
     }
     assert!(status.success(), "exit status {status}: {err_text}");

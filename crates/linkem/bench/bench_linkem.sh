@@ -126,7 +126,7 @@ e = json.load(open(sys.argv[1]))["end"]
 s = e["sum"]
 sent = s["bits_per_second"] * 1514 / 1472
 got = sent * (1 - s["lost_percent"] / 100)
-print(f"    {sys.argv[2]} UDP, 1 sender:  offered {sent/1e9:.3f}, received {got/1e9:.3f} Gbit/s of frames (iperf3's one sending thread is the limit)")
+print(f"    {sys.argv[2]} UDP, 1 sender:  offered {sent/1e9:.3f}, received {got/1e9:.3f} Gbit/s of frames ({s['lost_percent']:.1f} % lost on the way)")
 EOF2
 }
 

@@ -76,12 +76,12 @@ pub use config::BbrConfig;
 
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, CongestionSignal, Params};
 use min_max::MinMax;
+use netunits::{Bandwidth, SimDuration, SimTime};
 
 /// Linux `TCP_INIT_CWND` (10 packets): BBR's BDP before any RTT sample, and the
 /// delivery count below which it grows cwnd freely (`bbr_bdp`, `bbr_set_cwnd`) —
 /// a constant there, whatever the flow's own initial window.
 const TCP_INIT_CWND: u64 = 10;
-use netunits::{Bandwidth, SimDuration, SimTime};
 
 /// BBR's operating mode (draft-00 "State machine").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -336,7 +336,7 @@ impl Bbr {
         self.update_bw(ack);
         self.update_ack_aggregation(ack);
         self.update_cycle_phase(ack);
-        self.check_full_bw_reached(ack);
+        self.check_full_bw_reached();
         self.check_drain(ack);
         self.update_min_rtt(ack);
         self.update_gains();

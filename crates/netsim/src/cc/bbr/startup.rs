@@ -12,7 +12,7 @@ use netunits::Bandwidth;
 
 impl Bbr {
     /// Full-pipe detection, once per round (Linux `bbr_check_full_bw_reached`).
-    pub(super) fn check_full_bw_reached(&mut self, _ack: &AckSample) {
+    pub(super) fn check_full_bw_reached(&mut self) {
         if self.full_bw_reached || !self.round_start {
             return;
         }

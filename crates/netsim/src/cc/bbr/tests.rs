@@ -464,8 +464,6 @@ fn bbr_keeps_the_queue_far_below_a_5_bdp_buffer_and_fills_the_link() {
     assert!(util > 0.9, "utilisation {util}");
 }
 
-// ---------------------------------------------------------------- pacing units
-
 // ---------------------------------------------------------------- cwnd details
 
 #[test]

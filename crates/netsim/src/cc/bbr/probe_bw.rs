@@ -24,6 +24,13 @@ fn mix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The PROBE_BW entry phase for a random `draw`: Linux's `CYCLE_LEN − 1 − r`,
+/// r = draw mod 7, advanced once, so never phase 1 (the 0.75 drain).
+fn entry_phase(draw: u64) -> usize {
+    let r = (draw % CYCLE_RAND) as usize;
+    (CYCLE_LEN - r) % CYCLE_LEN
+}
+
 impl Bbr {
     /// Enter PROBE_BW (Linux `bbr_reset_probe_bw_mode`): Linux sets
     /// `cycle_idx = CYCLE_LEN − 1 − r`, r uniform in [0, 7), then advances once,
@@ -34,10 +41,7 @@ impl Bbr {
         self.probe_bw_entries += 1;
         let phase = match self.cfg.cycle_start {
             Some(i) => i % CYCLE_LEN,
-            None => {
-                let r = self.cycle_draw(now) % CYCLE_RAND;
-                (CYCLE_LEN - r as usize) % CYCLE_LEN
-            }
+            None => entry_phase(self.cycle_draw(now)),
         };
         self.cycle_idx = phase;
         self.cycle_stamp = now;
@@ -94,8 +98,7 @@ mod tests {
         // (CYCLE_LEN − r) mod 8 for r in 0..7 is {0, 7, 6, 5, 4, 3, 2}.
         let mut seen = [0u32; CYCLE_LEN];
         for k in 0..7000u64 {
-            let r = mix64(k) % CYCLE_RAND;
-            seen[(CYCLE_LEN - r as usize) % CYCLE_LEN] += 1;
+            seen[entry_phase(mix64(k))] += 1;
         }
         assert_eq!(seen[1], 0, "phase 1 (0.75) is never entered");
         for (i, &n) in seen.iter().enumerate().filter(|(i, _)| *i != 1) {

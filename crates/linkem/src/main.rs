@@ -1,7 +1,7 @@
 //! `linkem --config CONFIG.json [--stats STATS.jsonl]`: see `docs/linkem.md`.
 //!
 //! Exit codes: 0 after SIGTERM/SIGINT, 2 for a bad command line or config (one
-//! line on stderr naming the field and what is allowed), 1 for a runtime failure
+//! line on stderr naming the config file, the field and what is allowed), 1 for a runtime failure
 //! (an interface that cannot be opened, a socket error).
 #![deny(unsafe_code)]
 
@@ -110,14 +110,14 @@ fn main() -> ExitCode {
     let cfg = match Config::from_json(&text) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("linkem: {e}");
+            eprintln!("linkem: {}: {e}", args.config.display());
             return ExitCode::from(2);
         }
     };
     let mut bridge = match build_bridge(&cfg) {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("linkem: {e}");
+            eprintln!("linkem: {}: {e}", args.config.display());
             return ExitCode::from(2);
         }
     };

@@ -30,6 +30,7 @@ fn check_rejected(name: &str, body: &str, field: &str) {
     assert_eq!(err.trim_end().lines().count(), 1, "{name}: error must be one line: {err}");
     assert!(err.contains(&format!("`{field}`")), "{name}: error should name `{field}`: {err}");
     assert!(err.contains("allowed"), "{name}: error should say what is allowed: {err}");
+    assert!(err.contains(p.to_str().unwrap()), "{name}: error should name the file: {err}");
 }
 
 #[test]

@@ -7,8 +7,9 @@
 //! after it; a prefetch instruction starts the same transfer and lets the core go
 //! on with the current event. Hints change timing only, never a result.
 //!
-//! This is the workspace's one `unsafe` block, kept here so the engine crates stay
-//! `deny(unsafe_code)` without exception.
+//! This is the engine's one `unsafe` block (the other `unsafe` in the workspace is
+//! linkem's system-call layer, `crates/linkem/src/sys.rs`), kept here so netsim
+//! and aqm stay `deny(unsafe_code)` without exception.
 
 /// Bytes per cache line on the machines we target (x86_64 and aarch64 servers).
 const LINE: usize = 64;

@@ -11,8 +11,7 @@ use crate::error::{SimulationCancelled, SimulationError};
 #[pyfunction]
 #[pyo3(signature = (spec_json, progress=None))]
 pub(crate) fn simulate<'py>(py: Python<'py>, spec_json: &str, progress: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyDict>> {
-    let spec: netsim::ScenarioSpec =
-        serde_json::from_str(spec_json).map_err(|e| SimulationError::new_err(format!("resolved scenario is malformed: {e}")))?;
+    let spec = parse_spec(spec_json)?;
     let mut cancelled_by_signal: Option<PyErr> = None;
     let mut on_progress = |now: netsim::SimTime| -> bool {
         if let Err(e) = py.check_signals() {
@@ -38,9 +37,13 @@ pub(crate) fn simulate<'py>(py: Python<'py>, spec_json: &str, progress: Option<B
 /// `SimulationError` naming the field, as `simulate` would before its first event.
 #[pyfunction]
 pub(crate) fn check(spec_json: &str) -> PyResult<()> {
-    let spec: netsim::ScenarioSpec =
-        serde_json::from_str(spec_json).map_err(|e| SimulationError::new_err(format!("resolved scenario is malformed: {e}")))?;
+    let spec = parse_spec(spec_json)?;
     netsim::check(&spec).map_err(|e| SimulationError::new_err(e.to_string()))
+}
+
+/// The resolved scenario JSON as the engine's spec.
+fn parse_spec(spec_json: &str) -> PyResult<netsim::ScenarioSpec> {
+    serde_json::from_str(spec_json).map_err(|e| SimulationError::new_err(format!("resolved scenario is malformed: {e}")))
 }
 
 fn to_dict(py: Python<'_>, out: netsim::RunOutput) -> PyResult<Bound<'_, PyDict>> {

@@ -43,6 +43,7 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
 from . import cpio, kmod
+from .errors import VmError
 
 #: Bump when the image layout or the guest contract changes: it re-keys every image.
 BUILDER_VERSION = 1
@@ -79,7 +80,7 @@ LIB_DIRS = ("lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib64")
 GUEST_DIR = Path(__file__).with_name("guest")
 
 
-class ImageError(RuntimeError):
+class ImageError(VmError):
     """The image cannot be built or found; the message says what to do."""
 
 
@@ -233,7 +234,7 @@ def build(*, kernel: Path | None = None, modules: Path | None = None, progress: 
     out = root / "images" / key
     if (out / "manifest.json").exists() and not force:
         image = Image(out, json.loads((out / "manifest.json").read_text()))
-        _remember(root, image)
+        _remember(root, image, kernel, modules)
         return image
     progress(f"assembling image {key}")
     with tempfile.TemporaryDirectory(prefix="fairlab-vm-build-") as tmp:
@@ -284,27 +285,30 @@ def build(*, kernel: Path | None = None, modules: Path | None = None, progress: 
             shutil.rmtree(out)
         os.replace(tmp_out, out)  # atomic: a half-built image is never found
     image = Image(out, manifest)
-    _remember(root, image)
+    _remember(root, image, kernel, modules)
     progress(f"image ready: {out}")
     return image
 
 
-def _remember(root: Path, image: Image) -> None:
-    """``current.json`` points at the image the last build produced (so a run need not
-    resolve packages); it records the guest-scripts digest it was built with."""
-    if image.manifest.get("kernel_source") != "distribution":
-        return
-    doc = {"key": image.key, "guest": guest_scripts_digest(), "dccpgen": image.manifest.get("dccpgen", False)}
+def _remember(root: Path, image: Image, kernel: Path | None = None, modules: Path | None = None) -> None:
+    """``current.json`` points at the image the last build produced, which every vm
+    run then uses (so a run need not resolve packages, and `fairlab vm build --kernel`
+    switches all later runs to the user's kernel until the next plain build). It
+    records the guest-scripts digest and the user's kernel paths, so a changed
+    fairlab rebuilds the same kind of image."""
+    doc = {"key": image.key, "guest": guest_scripts_digest(), "dccpgen": image.manifest.get("dccpgen", False),
+           "kernel": str(kernel) if kernel else None, "modules": str(modules) if modules else None}
     tmp = root / "current.json.tmp"
     tmp.write_text(json.dumps(doc))
     os.replace(tmp, root / "current.json")
 
 
 def find(progress: Progress = lambda s: None) -> Image:
-    """The current distribution image, built now (with progress) if there is none or
-    the guest scripts or DCCP generator changed since it was built."""
+    """The current image (the last one built), built now (with progress) if there is
+    none or the guest scripts or DCCP generator changed since it was built."""
     root = cache_dir()
     cur = root / "current.json"
+    doc: dict[str, Any] = {}
     if cur.exists():
         try:
             doc = json.loads(cur.read_text())
@@ -316,7 +320,8 @@ def find(progress: Progress = lambda s: None) -> Image:
         except (OSError, ValueError, KeyError):
             pass
     progress("no vm image for this fairlab yet: building it (once; `fairlab vm build` does the same)")
-    return build(progress=progress)
+    kernel, modules = doc.get("kernel"), doc.get("modules")
+    return build(kernel=Path(kernel) if kernel else None, modules=Path(modules) if modules else None, progress=progress)
 
 
 def uncompressed_kernel(bzimage: bytes) -> bytes:

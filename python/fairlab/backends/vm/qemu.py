@@ -35,6 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import VmError
+
 #: The icount setting (part of every run's metadata and key).
 ICOUNT = "shift=0,sleep=off"
 CPU = "qemu64,+arat"
@@ -47,7 +49,7 @@ END = "@@FAIRLAB-RESULT-END"
 _PR_SET_PDEATHSIG = 1
 
 
-class QemuError(RuntimeError):
+class QemuError(VmError):
     """QEMU is missing, failed, or the guest brought no results out."""
 
 

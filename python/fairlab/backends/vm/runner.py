@@ -42,6 +42,7 @@ from ... import __version__
 from ...scenario import Scenario
 from ...trace import Trace
 from . import cpio, image as vm_image, plan as vm_plan, qemu
+from .errors import VmError
 
 #: Version of the meaning of the vm backend's meta keys.
 VM_FORMAT_VERSION = 1
@@ -49,10 +50,6 @@ VM_FORMAT_VERSION = 1
 #: any run needs on a loaded 2-core host (measured ~3 per flow-second at 100 Mbit/s).
 TIMEOUT_BOOT_S = 120.0
 TIMEOUT_PER_FLOW_SECOND = 15.0
-
-
-class VmError(RuntimeError):
-    """A vm run could not be done; the message says why in one sentence."""
 
 
 Progress = Callable[[str], None]

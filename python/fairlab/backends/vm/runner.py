@@ -229,9 +229,10 @@ def bottleneck_samples(text: str, *, t0_ns: int, run: int) -> pd.DataFrame | Non
     """Bottleneck rows from the sampler's output: blocks of ``T <ns>`` followed by
     ``tc -s -j qdisc show dev rd``. Queue length is the root qdisc's backlog (htb's
     backlog is its children's); drops and marks are counted per interval from the
-    cumulative counters (marks: the child's ECN-mark counter, named per qdisc)."""
+    cumulative counters (marks: the child's ECN-mark counters, named per qdisc);
+    ``link_bps`` is the root's byte counter per second between samples."""
     rows = []
-    prev_drops = prev_marks = None
+    prev_drops = prev_marks = prev_bytes = prev_t = None
     for block in re.split(r"^T ", text, flags=re.M):
         if not block.strip():
             continue
@@ -245,6 +246,7 @@ def bottleneck_samples(text: str, *, t0_ns: int, run: int) -> pd.DataFrame | Non
         if root is None:
             continue
         drops = int(root.get("drops", 0))
+        sent = int(root.get("bytes", 0))
         marks = 0
         for q in qdiscs:
             xs = q.get("xstats") or {}
@@ -256,8 +258,11 @@ def bottleneck_samples(text: str, *, t0_ns: int, run: int) -> pd.DataFrame | Non
             "queue_pkts": float(root.get("qlen", 0)),
             "drops": drops - prev_drops if prev_drops is not None else drops,
             "marks": marks - prev_marks if prev_marks is not None else marks,
+            # Bytes that left the bottleneck queue per second since the previous
+            # sample (whole frames, as the wire carries them): the link's utilisation.
+            "link_bps": (sent - prev_bytes) * 8e9 / (t_ns - prev_t) if prev_t is not None and t_ns > prev_t else float("nan"),
         })
-        prev_drops, prev_marks = drops, marks
+        prev_drops, prev_marks, prev_bytes, prev_t = drops, marks, sent, t_ns
     if not rows:
         return None
     return pd.DataFrame(rows)

@@ -91,6 +91,7 @@ bench: install ## Benchmarks (simulator S1-S4, metrics, linkem, campaign); recor
 	@if [ -f bench/bench_s4.py ]; then $(PY) bench/bench_s4.py; fi
 	@if [ "$$(id -u)" = 0 ]; then bash crates/linkem/bench/bench_linkem.sh; else echo "linkem benchmark skipped: needs root for network namespaces"; fi
 	$(PY) bench/bench_campaign.py
+	$(PY) bench/bench_vm.py
 
 .PHONY: validate
 validate: install ## Full paper reproductions (hours); compare with docs/validation.md

@@ -32,7 +32,11 @@ def run_scenario(
     if backend == "vm":
         from .backends.vm.runner import run_vm
 
-        # The vm backend reports what it is doing (image build, boot); the guest runs
-        # in virtual time and reports nothing until it ends.
-        return run_vm(scenario, seed=scenario.seed if seed is None else seed, run_index=run_index)
+        # The guest runs in virtual time and reports nothing until it ends; what the
+        # backend says (the one-time image build, the boot) goes to stderr so a first
+        # run that downloads and builds the image is not silent for a minute.
+        import sys
+
+        return run_vm(scenario, seed=scenario.seed if seed is None else seed, run_index=run_index,
+                      progress=lambda s: print(s, file=sys.stderr, flush=True))
     raise ValueError(f"unknown backend {backend!r}; allowed: {', '.join(BACKENDS)}")

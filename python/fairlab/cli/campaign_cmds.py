@@ -74,6 +74,11 @@ def reproduce(
 
         doc, live_notes = live_document(name, doc)
         notes += live_notes
+    elif backend == "vm":
+        from ..presets import vm_document
+
+        doc, vm_notes = vm_document(name, doc)
+        notes += vm_notes
     campaign = expand(doc, source=f"preset {name}", backend=backend)
     out_dir = out or Path("out") / doc["name"]
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -301,7 +301,7 @@ def _script(resolved: dict[str, Any], flows: list[GuestFlow], child_args: list[s
         if gf.tool == "iperf3":
             argv: list[object] = ["$IPERF3", "-s", "-p", gf.port, "-1", "-J", "--logfile", f"$RES/server-{gf.index}.json"]
         else:
-            argv = ["$DCCPGEN", "server", "--port", gf.port, "--once", "--output", f"$RES/flow-{gf.index}.json"]
+            argv = ["$DCCPGEN", "server", "--port", gf.port, "--once", "--output", f"$RES/server-{gf.index}.json"]
         lines.append(f"{_ns_cmd('d', argv)} > $RES/server-{gf.index}.out 2> $RES/server-{gf.index}.err &")
     lines.append(_quoted(["fl_wait_listening", "d", *[gf.port for gf in flows if gf.tool == "iperf3"]]))
     lines.append(f"T0=$(( $(fl_now) + {LEAD_NS} ))")

@@ -92,10 +92,16 @@ def run_vm(
     tmp = Path(tempfile.mkdtemp(prefix="fairlab-vm-"))
     try:
         initrd = tmp / "initrd.cpio"
-        run_archive = cpio.archive([
+        entries = [
             cpio.file("fairlab/run.sh", gplan.script.encode()),
             cpio.file("fairlab/modules", ("\n".join(gplan.modules) + "\n").encode()),
-        ])
+        ]
+        if any(gf.tool == "dccpgen" for gf in gplan.flows):
+            gen = vm_image.dccpgen_binary()
+            if gen is None:
+                raise VmError("this run has DCCP flows and fairlab's DCCP traffic generator is not built (make dccpgen)")
+            entries.append(cpio.file("usr/bin/fairlab-dccpgen", gen.read_bytes(), 0o755))
+        run_archive = cpio.archive(entries)
         with open(initrd, "wb") as out, open(img.initrd, "rb") as base:
             while chunk := base.read(1 << 20):
                 out.write(chunk)
@@ -338,6 +344,7 @@ def _with_meta(trace: Trace, scenario: Scenario, gplan: vm_plan.GuestPlan, img: 
             "sysctl_sender": _kv_lines(_read(res / "sysctl-sender.txt")),
             "sysctl_receiver": _kv_lines(_read(res / "sysctl-receiver.txt")),
             "virtual_s": (t_end - t0) / 1e9 if t_end else None,
+            "guest_busy": guest_busy(_read(res / "cpu-start"), _read(res / "cpu-end")),
             "host_wall_s": round(boot.wall_s, 3),
             "host_cpu_s": round(boot.host_cpu_s, 3),
             "script": gplan.script,
@@ -349,6 +356,22 @@ def _with_meta(trace: Trace, scenario: Scenario, gplan: vm_plan.GuestPlan, img: 
         "duration_s": gplan.duration_ns / 1e9,
     })
     return Trace.from_frames(trace.samples, trace.flows, trace.bottleneck, meta)
+
+
+def guest_busy(start: str | None, end: str | None) -> float | None:
+    """The guest CPU's busy share while flows ran, from two ``/proc/stat`` "cpu" lines
+    (user nice system idle iowait irq softirq ...): 1 - idle/total. Near 1 means the
+    guest's CPU, not the network, limited the run, and its numbers are suspect."""
+    try:
+        a = [int(x) for x in (start or "").split()[1:]]
+        b = [int(x) for x in (end or "").split()[1:]]
+    except ValueError:
+        return None
+    if len(a) < 5 or len(a) != len(b):
+        return None
+    total = sum(b) - sum(a)
+    idle = (b[3] + b[4]) - (a[3] + a[4])
+    return round(1 - idle / total, 4) if total > 0 else None
 
 
 def results_digest(trace: Trace) -> str:

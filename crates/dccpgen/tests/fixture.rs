@@ -11,7 +11,7 @@ use dccpgen::report::{Role, RunInfo};
 use dccpgen::sys::Proto;
 
 const MS: u64 = 1_000_000;
-/// A DCCP payload on a 1500-byte path: the MPS Linux reports for CCID2 over IPv4.
+/// Payload bytes per datagram in the fixtures (an example DCCP packet size).
 const MPS: u64 = 1424;
 
 fn iv(k: u64, end_ms: u64, packets: u64) -> Interval {

@@ -1,13 +1,31 @@
-//! The test parameters the client sends first, so the server (which does the
-//! measuring) knows the reporting interval and when to stop.
+//! The two small messages that open a test, before any payload.
 //!
-//! 32 bytes, big-endian: magic `FLDG`, version (u32), interval ns (u64),
-//! duration ns (u64), packet size (u32), requested CCID (u8), 3 zero bytes.
-//! Over DCCP it is one datagram; over TCP the first 32 bytes of the stream.
-//! Its bytes are not counted as payload.
+//! The client's **hello** tells the server (which does the measuring) the
+//! reporting interval and when to stop: 32 bytes, big-endian: magic `FLDG`,
+//! version (u32), interval ns (u64), duration ns (u64), packet size (u32),
+//! requested CCID (u8), 3 zero bytes. The server answers with [`READY`]; the
+//! test starts on both ends at that message (the server's `t0` when it is
+//! sent, the client's when it arrives).
+//!
+//! Why wait for an answer: a DCCP client stays in PARTOPEN until a packet
+//! from the server arrives (RFC 4340 §8.1.5), and in PARTOPEN Linux keeps
+//! [`FEATNEG_OVERHEAD`] bytes of every packet for feature-negotiation options.
+//! A full-MPS payload sent then makes the 6.1 kernel log "dccp_xmit_packet:
+//! Payload too large (1440) for featneg." and drop its pending Confirm options;
+//! in our guest runs the connection then stalled for good after 3 packets
+//! (docs/dccpgen.md). The server's READY moves the client to OPEN first.
+//! Over DCCP each message is one datagram; over TCP they are the first bytes
+//! of each direction. Neither is counted as payload.
 
-/// Length of the message on the wire.
+/// Length of the hello on the wire.
 pub const HELLO_LEN: usize = 32;
+/// Length of READY on the wire.
+pub const READY_LEN: usize = 8;
+/// The server's answer: the test starts now.
+pub const READY: &[u8; READY_LEN] = b"FLDG-GO\n";
+/// Bytes Linux reserves for feature-negotiation options on a packet sent in
+/// PARTOPEN (`DCCP_FEATNEG_OVERHEAD`, net/dccp/dccp.h: 32 words).
+pub const FEATNEG_OVERHEAD: usize = 128;
 const MAGIC: &[u8; 4] = b"FLDG";
 const VERSION: u32 = 1;
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::accounting::Meter;
 use crate::cli::{ClientArgs, ServerArgs};
-use crate::hello::{Hello, HELLO_LEN};
+use crate::hello::{Hello, HELLO_LEN, READY, READY_LEN};
 use crate::report::{Role, RunInfo};
 use crate::sys::{self, errno_name, Proto, Socket};
 
@@ -33,8 +33,11 @@ fn runtime(what: &str, e: &io::Error) -> Failure {
     Failure::Runtime(format!("{what}: {}", errno_name(e)))
 }
 
-/// How long a server waits for the client's hello after accepting it.
+/// How long either end waits for the other's opening message (hello, READY).
 const HELLO_TIMEOUT_NS: u64 = 10_000_000_000;
+/// After its deadline the server keeps reading (uncounted) until the client
+/// closes, at most this long, so that the client never meets a reset.
+const DRAIN_GRACE_NS: u64 = 10_000_000_000;
 /// A blocking send gives up after this long so the client notices its deadline
 /// even while the connection is stalled (a CCID2 or TCP RTO backs off for seconds).
 const SEND_TIMEOUT: Duration = Duration::from_millis(50);
@@ -78,17 +81,43 @@ pub fn serve(args: &ServerArgs, emit: &mut dyn FnMut(&RunInfo) -> Result<(), Fai
     eprintln!("fairlab-dccpgen: listening on {local} ({})", args.proto.name());
     loop {
         let conn = listener.accept().map_err(|e| runtime("accept", &e))?;
-        // t0 of the timing rule: the instant accept() handed us the established connection.
-        let t0 = sys::monotonic_ns();
-        let stamp_ns = sys::realtime_ns();
-        match measure(&conn, args.proto, t0, stamp_ns) {
-            Ok(run) => emit(&run)?,
+        match measure(&conn, args.proto) {
+            Ok(run) => {
+                emit(&run)?;
+                drain(&conn);
+            }
             Err(f) if args.once => return Err(f),
             Err(f) => eprintln!("fairlab-dccpgen: {}", f.message()),
         }
         drop(conn);
         if args.once {
             return Ok(());
+        }
+    }
+}
+
+/// Read and discard until the client closes (or `DRAIN_GRACE_NS` passes):
+/// the client's clock started one one-way delay later, so it is still sending
+/// at our deadline; closing now would hit it with a reset.
+fn drain(conn: &Socket) {
+    let give_up = sys::monotonic_ns() + DRAIN_GRACE_NS;
+    let mut buf = vec![0u8; RECV_BUF];
+    loop {
+        let now = sys::monotonic_ns();
+        if now >= give_up {
+            return;
+        }
+        match conn.wait_readable(Duration::from_nanos(give_up - now)) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(_) => return,
+        }
+        loop {
+            match conn.recv_now(&mut buf) {
+                Ok(None) => break,
+                Ok(Some(0)) | Err(_) => return,
+                Ok(Some(_)) => {}
+            }
         }
     }
 }
@@ -108,41 +137,50 @@ fn check_output_dir(out: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Read the hello: one datagram (DCCP) or the first `HELLO_LEN` bytes (TCP).
-fn read_hello(conn: &Socket, proto: Proto, give_up_ns: u64) -> Result<Hello, Failure> {
-    let mut buf = [0u8; HELLO_LEN];
+/// Read an opening message of `N` bytes: one datagram (DCCP) or the next `N`
+/// bytes of the stream (TCP). `what` names it in errors ("hello", "READY").
+fn read_opening<const N: usize>(conn: &Socket, proto: Proto, what: &str) -> Result<([u8; N], usize), Failure> {
+    let give_up_ns = sys::monotonic_ns() + HELLO_TIMEOUT_NS;
+    let mut buf = [0u8; N];
     let mut have = 0;
-    while have < HELLO_LEN {
+    while have < N {
         let now = sys::monotonic_ns();
         if now >= give_up_ns {
             return Err(Failure::Runtime(format!(
-                "the client sent no hello within {} s of connecting",
+                "the peer sent no {what} within {} s",
                 HELLO_TIMEOUT_NS / 1_000_000_000
             )));
         }
         if !conn.wait_readable(Duration::from_nanos(give_up_ns - now)).map_err(|e| runtime("poll", &e))? {
             continue;
         }
-        match conn.recv_now(&mut buf[have..]).map_err(|e| runtime("recv", &e))? {
-            None => continue,
-            Some(0) => return Err(Failure::Runtime("the client closed the connection before its hello".into())),
-            Some(n) => {
+        match conn.recv_now(&mut buf[have..]) {
+            Ok(None) => continue,
+            Ok(Some(0)) => return Err(Failure::Runtime(format!("the peer closed the connection before its {what}"))),
+            Ok(Some(n)) => {
                 have += n;
                 if proto == Proto::Dccp {
-                    break; // one datagram is the whole hello
+                    break; // one datagram is the whole message
                 }
             }
+            Err(e) => return Err(runtime(&format!("recv ({what})"), &e)),
         }
     }
-    Hello::decode(&buf[..have]).map_err(|m| Failure::Runtime(format!("rejected a connection: {m}")))
+    Ok((buf, have))
 }
 
-/// Measure one accepted connection until the client's duration has passed
-/// since `t0` or the connection ends, whichever is first.
-fn measure(conn: &Socket, proto: Proto, t0: u64, stamp_ns: u64) -> Result<RunInfo, Failure> {
+/// Measure one accepted connection: read the hello, answer READY, then count
+/// delivered bytes until the client's duration has passed since READY was
+/// sent (`t0`) or the connection ends, whichever is first.
+fn measure(conn: &Socket, proto: Proto) -> Result<RunInfo, Failure> {
     let local = conn.local_addr().map_err(|e| runtime("getsockname", &e))?;
     let remote = conn.peer_addr().map_err(|e| runtime("getpeername", &e))?;
-    let hello = read_hello(conn, proto, t0 + HELLO_TIMEOUT_NS)?;
+    let (raw, n) = read_opening::<HELLO_LEN>(conn, proto, "hello")?;
+    let hello = Hello::decode(&raw[..n]).map_err(|m| Failure::Runtime(format!("rejected a connection: {m}")))?;
+    send_all(conn, READY, sys::monotonic_ns() + HELLO_TIMEOUT_NS).map_err(|e| runtime("send (READY)", &e))?;
+    // t0 of the timing rule: READY has been handed to the kernel.
+    let t0 = sys::monotonic_ns();
+    let stamp_ns = sys::realtime_ns();
     let ccid = match proto {
         Proto::Dccp => Some(conn.dccp_rx_ccid().map_err(|e| runtime("getsockopt DCCP_SOCKOPT_RX_CCID", &e))?),
         Proto::Tcp => None,
@@ -212,9 +250,9 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
 }
 
 // --------------------------------------------------------------------- client
-/// Connect, send the hello, then send `packet_size` payloads as fast as the
-/// socket accepts them until `--time` has passed since the connection was
-/// established; return the sender-side record.
+/// Connect, send the hello, wait for READY, then send `packet_size` payloads
+/// as fast as the socket accepts them until `--time` has passed since READY
+/// arrived; return the sender-side record.
 pub fn client(args: &ClientArgs) -> Result<RunInfo, Failure> {
     let sock = open(args.proto, &args.server)?;
     if args.proto == Proto::Dccp {
@@ -236,10 +274,9 @@ pub fn client(args: &ClientArgs) -> Result<RunInfo, Failure> {
         sock.set_dccp_tx_qlen(0).map_err(|e| runtime("setsockopt DCCP_SOCKOPT_QPOLICY_TXQLEN", &e))?;
     }
     sock.connect(&args.server).map_err(|e| runtime(&format!("connect to {}", args.server), &e))?;
-    // t0 of the timing rule: connect() returned with the connection established.
-    let t0 = sys::monotonic_ns();
-    let stamp_ns = sys::realtime_ns();
     let local = sock.local_addr().map_err(|e| runtime("getsockname", &e))?;
+    // The MPS is final once connect() returns (features were activated on the
+    // server's Response), so the hello can carry the packet size.
     let (packet_size, ccid) = match args.proto {
         Proto::Dccp => {
             let mps = sock.dccp_mps().map_err(|e| runtime("getsockopt DCCP_SOCKOPT_GET_CUR_MPS", &e))?;
@@ -261,14 +298,23 @@ pub fn client(args: &ClientArgs) -> Result<RunInfo, Failure> {
         }
         Proto::Tcp => (args.packet_size.unwrap_or(TCP_BLOCK), None),
     };
-    sock.set_send_timeout(SEND_TIMEOUT).map_err(|e| runtime("setsockopt SO_SNDTIMEO", &e))?;
     let hello = Hello {
         interval_ns: args.interval_ns,
         duration_ns: args.duration_ns,
         packet_size,
         ccid: ccid.unwrap_or(0),
     };
-    send_all(&sock, &hello.encode(), t0 + HELLO_TIMEOUT_NS).map_err(|e| runtime("send (hello)", &e))?;
+    send_all(&sock, &hello.encode(), sys::monotonic_ns() + HELLO_TIMEOUT_NS).map_err(|e| runtime("send (hello)", &e))?;
+    let (ready, n) = read_opening::<READY_LEN>(&sock, args.proto, "READY").map_err(|f| {
+        Failure::Runtime(format!("{} (the server's stderr says why it refused the test)", f.message()))
+    })?;
+    if &ready[..n] != READY {
+        return Err(Failure::Runtime(format!("{} did not answer like a fairlab-dccpgen server", args.server)));
+    }
+    // t0 of the timing rule: the server's READY arrived (and a DCCP client is now OPEN).
+    let t0 = sys::monotonic_ns();
+    let stamp_ns = sys::realtime_ns();
+    sock.set_send_timeout(SEND_TIMEOUT).map_err(|e| runtime("setsockopt SO_SNDTIMEO", &e))?;
 
     let deadline = t0 + args.duration_ns;
     let mut meter = Meter::new(args.interval_ns);
@@ -285,6 +331,8 @@ pub fn client(args: &ClientArgs) -> Result<RunInfo, Failure> {
             Ok(_) => break,
             // SO_SNDTIMEO expired (the queue stayed full for SEND_TIMEOUT), or a signal.
             Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => continue,
+            // A send that was still blocked when the time was up: the run is over anyway.
+            Err(_) if t >= deadline => break,
             Err(e) => {
                 return Err(Failure::Runtime(format!(
                     "send to {} failed after {:.3} s: {}",

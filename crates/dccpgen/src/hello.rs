@@ -10,10 +10,10 @@
 //! Why wait for an answer: a DCCP client stays in PARTOPEN until a packet
 //! from the server arrives (RFC 4340 §8.1.5), and in PARTOPEN Linux keeps
 //! [`FEATNEG_OVERHEAD`] bytes of every packet for feature-negotiation options.
-//! A full-MPS payload sent then makes the 6.1 kernel log "dccp_xmit_packet:
-//! Payload too large (1440) for featneg." and drop its pending Confirm options;
-//! in our guest runs the connection then stalled for good after 3 packets
-//! (docs/dccpgen.md). The server's READY moves the client to OPEN first.
+//! A larger payload sent then makes the 6.1 kernel log "dccp_xmit_packet:
+//! Payload too large (1440) for featneg." and give up resending its Confirm
+//! options (seen in a guest run). The server's READY moves the client to OPEN
+//! before the first full-size packet.
 //! Over DCCP each message is one datagram; over TCP they are the first bytes
 //! of each direction. Neither is counted as payload.
 

@@ -45,6 +45,14 @@ const SEND_TIMEOUT: Duration = Duration::from_millis(50);
 const TCP_BLOCK: u32 = 128 * 1024;
 /// Receive buffer: larger than any DCCP datagram (MPS < 64 KiB) and a good TCP read size.
 const RECV_BUF: usize = 128 * 1024;
+/// Room left in each DCCP payload for an Ack Vector: `DCCPAV_MIN_OPTLEN`
+/// (net/dccp/ackvec.h), which `dccp_sync_mss` subtracts only once the Ack
+/// Vector is on — after a client has computed its MPS at connect. A payload of
+/// the full MPS plus the Ack Vector the client piggybacks then exceeds the path
+/// MTU and IP drops it (FragFails) every time: in a 6.1 guest a 1440-byte
+/// payload (MPS 1440 on a 1500-byte link) stalled after 3 packets, 1432 lost
+/// one packet, 1424 none.
+const ACKVEC_RESERVE: u32 = 16;
 
 /// Open a socket of `proto` for `addr`'s family; a kernel without DCCP gets
 /// the one sentence that says what to load.
@@ -273,7 +281,17 @@ pub fn client(args: &ClientArgs) -> Result<RunInfo, Failure> {
         // yet released; its depth does not change what goes on the wire.
         sock.set_dccp_tx_qlen(0).map_err(|e| runtime("setsockopt DCCP_SOCKOPT_QPOLICY_TXQLEN", &e))?;
     }
-    sock.connect(&args.server).map_err(|e| runtime(&format!("connect to {}", args.server), &e))?;
+    sock.connect(&args.server).map_err(|e| {
+        if args.proto == Proto::Dccp && e.raw_os_error() == Some(libc::EBADRQC) {
+            // The kernel's translation of a Reset with code "Bad Service Code" (RFC 4340 §5.6).
+            Failure::Usage(format!(
+                "--service-code {}: the server at {} refused it (EBADRQC); allowed: the code the server was started with",
+                args.service_code, args.server
+            ))
+        } else {
+            runtime(&format!("connect to {}", args.server), &e)
+        }
+    })?;
     let local = sock.local_addr().map_err(|e| runtime("getsockname", &e))?;
     // The MPS is final once connect() returns (features were activated on the
     // server's Response), so the hello can carry the packet size.
@@ -287,11 +305,13 @@ pub fn client(args: &ClientArgs) -> Result<RunInfo, Failure> {
                     args.ccid
                 )));
             }
-            let size = args.packet_size.unwrap_or(mps);
-            if size > mps {
+            let largest = mps.saturating_sub(ACKVEC_RESERVE).max(1);
+            let size = args.packet_size.unwrap_or(largest);
+            if size > largest {
                 return Err(Failure::Usage(format!(
-                    "--packet-size {size} exceeds this connection's maximum packet size {mps} \
-                     (DCCP_SOCKOPT_GET_CUR_MPS); allowed: 1 to {mps}"
+                    "--packet-size {size} does not fit this connection: its maximum packet size is {mps} \
+                     (DCCP_SOCKOPT_GET_CUR_MPS) less {ACKVEC_RESERVE} bytes for the Ack Vector Linux adds; \
+                     allowed: 1 to {largest}"
                 )));
             }
             (size, Some(tx))

@@ -94,6 +94,7 @@ pub fn errno_name(e: &io::Error) -> String {
         libc::EINVAL => "EINVAL",
         libc::EAGAIN => "EAGAIN",
         libc::ENOTCONN => "ENOTCONN",
+        libc::EBADRQC => "EBADRQC",
         _ => return format!("errno {code} ({})", io::Error::from_raw_os_error(code)),
     };
     format!("{name} ({})", strip_os_error(&io::Error::from_raw_os_error(code)))

@@ -1,11 +1,13 @@
 """fairlab-dccpgen reports (crates/dccpgen) read by the iperf3 importer, unchanged.
 
-The DCCP files are the output of the binary's own report code for hand-chosen
-datagram counts (crates/dccpgen/tests/fixture.rs fails if they drift from the
-code); the expected rates below are worked out by hand from those counts. The
-TCP files are a real loopback run of the binary (`--proto tcp`, 2 s, 0.5-s
-intervals; tests/data/README.md); their expectations are computed here from the
-raw JSON, never taken from the importer.
+The `dccpgen_dccp_server_*` files are the output of the binary's own report code
+for hand-chosen datagram counts (crates/dccpgen/tests/fixture.rs fails if they
+drift from the code); the expected rates below are worked out by hand from those
+counts. The `dccpgen_tcp_loopback_*` files are a real loopback run of the binary
+on this host (`--proto tcp`), and the `dccpgen_guest_*` files a real DCCP/CCID2
+run against TCP in a Debian 6.1 guest (tests/data/README.md); expectations for
+those are computed here from the raw JSON or from the link rate, never taken
+from the importer.
 """
 
 from __future__ import annotations
@@ -116,3 +118,33 @@ def test_any_datagram_counts_come_back_as_bytes_times_eight_per_second(counts):
     t, bps = series(tr, 0)
     assert t == [float(k + 1) for k in range(len(counts))]
     assert bps == [n * MPS * 8.0 for n in counts]
+
+
+# --------------------------------------------------------------------- a real DCCP run
+GUEST_DCCP = DATA / "dccpgen_guest_dccp_server.json"
+GUEST_TCP = DATA / "dccpgen_guest_tcp_server.json"
+GUEST_DCCP_CLIENT = DATA / "dccpgen_guest_dccp_client.json"
+GUEST_LINK_BPS = 10_000_000  # htb rate of the guest's bottleneck (tests/data/README.md)
+
+
+def test_real_ccid2_and_tcp_flows_from_the_guest_share_the_link():
+    """A 6.1 guest, one DCCP/CCID2 and one TCP flow through a 10 Mbit/s htb
+    bottleneck for 20 s: the importer's rates are the files' bytes*8/seconds,
+    and together the flows deliver no more than the link carries but most of it."""
+    raw = {p: json.loads(p.read_text()) for p in (GUEST_DCCP, GUEST_TCP)}
+    tr = load([GUEST_DCCP, GUEST_TCP])
+    assert list(tr.flows["protocol"]) == ["DCCP", "TCP"]
+    assert raw[GUEST_DCCP]["end"]["sender_dccp_ccid"] == 2
+    for flow, path in enumerate((GUEST_DCCP, GUEST_TCP)):
+        streams = [iv["streams"][0] for iv in raw[path]["intervals"]]
+        assert len(streams) == 20
+        _, bps = series(tr, flow)
+        assert bps == pytest.approx([s["bytes"] * 8 / s["seconds"] for s in streams], rel=1e-12)
+    # DCCP datagrams carry the same payload each: bytes = packets * blksize.
+    blk = raw[GUEST_DCCP]["start"]["test_start"]["blksize"]
+    assert all(iv["streams"][0]["bytes"] == iv["streams"][0]["packets"] * blk for iv in raw[GUEST_DCCP]["intervals"])
+    total = float(tr.flows["end_receiver_bps"].sum())
+    assert 0.9 * GUEST_LINK_BPS < total < GUEST_LINK_BPS
+    # Delivered never exceeds what the DCCP client's socket accepted.
+    sent = json.loads(GUEST_DCCP_CLIENT.read_text())["end"]["sum_sent"]["bytes"]
+    assert raw[GUEST_DCCP]["end"]["sum_received"]["bytes"] <= sent

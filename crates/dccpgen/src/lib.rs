@@ -5,13 +5,14 @@
 //! them; the SERVER measures the bytes DELIVERED per reporting interval and
 //! writes them as JSON shaped like `iperf3 -J` output, which fairlab's iperf3
 //! ingest reads unchanged. The client's first message (the hello) tells the
-//! server the interval and duration. `--proto tcp` runs the same path over TCP,
+//! server the interval and duration; the server's answer (READY) starts the
+//! clock on both ends. `--proto tcp` runs the same path over TCP,
 //! so hosts without DCCP (Linux >= 6.16) can test it end to end.
 //! docs/dccpgen.md has the usage, the report format and the timing rule.
 //!
 //! Map (one job per module):
 //! - [`cli`]: the command line, checked once.
-//! - [`hello`]: the client's 32-byte test-parameter message.
+//! - [`hello`]: the two opening messages (the client's hello, the server's READY).
 //! - [`accounting`]: bytes per interval, sans-IO (times passed in; fake-clock tests).
 //! - [`report`]: the iperf3-shaped JSON.
 //! - [`run`]: the server and client loops gluing sockets, clock, meter, report.

@@ -202,3 +202,29 @@ fn a_refused_connection_exits_1_naming_the_address() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains(&format!("connect to 127.0.0.1:{port}: ECONNREFUSED")), "{err}");
 }
+
+#[test]
+fn a_server_that_is_not_dccpgen_is_named() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let fake = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut hello = [0u8; 32];
+        std::io::Read::read_exact(&mut s, &mut hello).unwrap();
+        s.write_all(b"HTTP/1.1 400\r\n\r\n").unwrap();
+        hello
+    });
+    let out = Command::new(BIN)
+        .args(["client", "--proto", "tcp", "--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--time", "1", "--interval", "0.5"])
+        .output()
+        .unwrap();
+    let hello = fake.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("did not answer like a fairlab-dccpgen server"), "{err}");
+    // What the client sent first is the documented hello: magic, version 1, 0.5 s, 1 s.
+    assert_eq!(&hello[0..8], b"FLDG\0\0\0\x01");
+    assert_eq!(u64::from_be_bytes(hello[8..16].try_into().unwrap()), 500_000_000);
+    assert_eq!(u64::from_be_bytes(hello[16..24].try_into().unwrap()), 1_000_000_000);
+}

@@ -57,8 +57,21 @@ $(LINKEM): $(RUST_SOURCES)
 	$(CARGO) build --release -p linkem
 	@touch $@
 
+# The DCCP traffic generator the vm backend copies into its guest image: a static
+# x86_64 binary (no libc needed in the guest), with build paths remapped so the
+# image does not depend on where the checkout lives (docs/dccpgen.md).
+DCCPGEN_TARGET := x86_64-unknown-linux-gnu
+DCCPGEN := target/$(DCCPGEN_TARGET)/release/fairlab-dccpgen
+$(DCCPGEN): $(RUST_SOURCES)
+	RUSTFLAGS='-C target-feature=+crt-static --remap-path-prefix=$(CURDIR)=. --remap-path-prefix=$(HOME)=~' \
+	  $(CARGO) build --release -p dccpgen --target $(DCCPGEN_TARGET)
+	@touch $@
+
+.PHONY: dccpgen
+dccpgen: $(DCCPGEN) ## Build the static DCCP traffic generator for the vm guest (target/x86_64-unknown-linux-gnu/release/fairlab-dccpgen)
+
 .PHONY: install
-install: $(CORE_STAMP) $(LINKEM) ## Create .venv, build the Rust core and linkem, install fairlab into it
+install: $(CORE_STAMP) $(LINKEM) $(DCCPGEN) ## Create .venv, build the Rust core, linkem and fairlab-dccpgen, install fairlab into it
 
 .PHONY: vm-image
 vm-image: install ## Build (or find) the vm backend's guest image: Debian packages, no root; cached under ~/.cache/fairlab/vm

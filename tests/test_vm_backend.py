@@ -235,3 +235,21 @@ def test_sigterm_mid_run_leaves_nothing_behind(tmp_path, vm_ready):
     time.sleep(0.5)
     assert not _alive(qemu_pid)
     assert list(scratch.iterdir()) == []
+
+
+def test_ccid2_runs_on_the_real_kernels_dccp(tmp_path, vm_ready):
+    """A CCID2 flow (fairlab-dccpgen over the guest's dccp_ipv4) against Reno: both
+    deliver, and together no more than the link carried."""
+    from fairlab.backends.vm.image import dccpgen_binary
+    from fairlab.backends.vm.runner import run_vm
+    from fairlab.scenario import load_scenario
+
+    if dccpgen_binary() is None:
+        pytest.fail("fairlab-dccpgen is not built; `make install` builds it (make dccpgen)")
+    tr = run_vm(load_scenario(_scenario(tmp_path, cca="ccid2", duration="5s")), seed=1, image=vm_ready)
+    assert "dccp_ipv4" in tr.meta["vm"]["modules_loaded"]
+    assert list(tr.flows["cca"]) == ["ccid2", "cubic"]
+    means = tr.samples.groupby("flow")["throughput_bps"].mean()
+    assert means[0] > 1e6 and means[1] > 1e6  # both flows got a real share
+    received = float(tr.samples["throughput_bps"].sum())  # 1-s intervals
+    assert received <= 10e6 * float(tr.samples["t"].max()) * 1.005

@@ -216,8 +216,14 @@ def _collect(scenario: Scenario, gplan: vm_plan.GuestPlan, res: Path, *, run_ind
             "mss": int(spec["mss"]), "cca": gf.cca, "source": str(received.name),
         })
         flow_rows.append(row)
-        notes += [n for n in (*rx.meta.get("notes", []), *(tx.meta.get("notes", []) if tx is not None else []))
-                  if "server-side file" not in n and "does not name the sender" not in n]
+        # Ingest's notes name the guest's files by their temporary host path; say which
+        # flow and side they are about instead, and drop the two that only say a file
+        # is the receiver's (the sender's file supplies what they miss).
+        for side, tr in (("receiver", rx), ("sender", tx)):
+            for n in (tr.meta.get("notes", []) if tr is not None else []):
+                if "server-side file" in n or "does not name the sender" in n:
+                    continue
+                notes.append(re.sub(r"^\S+\.json: ", f"flow {gf.label} ({side} side): ", n))
     samples = pd.concat(sample_parts, ignore_index=True)
     bottleneck = bottleneck_samples(_read(res / "qdisc-samples.txt") or "", t0_ns=t0, run=run_index)
     meta = {"notes": notes, "interval_s": gplan.interval_ns / 1e9}

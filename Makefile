@@ -59,6 +59,15 @@ $(LINKEM): $(RUST_SOURCES)
 .PHONY: install
 install: $(CORE_STAMP) $(LINKEM) ## Create .venv, build the Rust core and linkem, install fairlab into it
 
+.PHONY: wheel
+wheel: $(VENV_STAMP) ## Build dist/: a wheel that carries linkem, and the sdist (pip install either)
+	@# buildsys/fairlab_build.py is also the PEP 517 backend `pip install .` uses; here it
+	@# stages linkem for `maturin build` and removes the copy whatever the build's outcome.
+	$(PY) buildsys/fairlab_build.py stage
+	$(MATURIN) build --release --out dist; rc=$$?; $(PY) buildsys/fairlab_build.py unstage; exit $$rc
+	$(MATURIN) sdist --out dist
+	@ls -l dist
+
 .PHONY: test
 test: system-deps install test-rs test-py ## Run every Rust and Python test
 
@@ -99,4 +108,4 @@ fmt: ## Format Rust code
 .PHONY: clean
 clean: ## Remove build outputs (keeps .venv)
 	$(CARGO) clean
-	rm -rf $(OUT) $(CORE_STAMP)
+	rm -rf $(OUT) $(CORE_STAMP) dist

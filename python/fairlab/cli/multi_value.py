@@ -11,15 +11,16 @@ reads the argument list (the option table comes from the click command itself).
 
 from __future__ import annotations
 
-import click
+from typing import Any
 
 from .common import UsageError
 
 
-def _resolve(cli: click.Command, args: list[str]) -> tuple[click.Command, list[str]]:
-    """The (sub)command ``args`` invoke, and the arguments after its name."""
+def _resolve(cli: Any, args: list[str]) -> tuple[Any, list[str]]:
+    """The (sub)command ``args`` invoke, and the arguments after its name. Duck-typed:
+    typer may bring its own copy of click, so isinstance checks against `click` fail."""
     cmd, i = cli, 0
-    while isinstance(cmd, click.Group) and i < len(args):
+    while isinstance(getattr(cmd, "commands", None), dict) and i < len(args):
         tok = args[i]
         i += 1
         if tok.startswith("-"):
@@ -31,12 +32,14 @@ def _resolve(cli: click.Command, args: list[str]) -> tuple[click.Command, list[s
     return cmd, args[i:]
 
 
-def refuse_values_after_repeatable_option(cli: click.Command, args: list[str]) -> None:
+def refuse_values_after_repeatable_option(cli: Any, args: list[str]) -> None:
     """Raise `UsageError` for `--opt A B` where --opt is repeatable and B is positional."""
     cmd, rest = _resolve(cli, args)
+    if isinstance(getattr(cmd, "commands", None), dict):
+        return  # a group without a (known) subcommand: click explains
     takes_value: dict[str, bool] = {}  # option name -> repeatable
     for p in cmd.params:
-        if isinstance(p, click.Option) and not p.is_flag and not p.count:
+        if getattr(p, "param_type_name", None) == "option" and not p.is_flag and not p.count:
             for name in p.opts:
                 takes_value[name] = p.multiple
     after_value_of: str | None = None  # the repeatable option whose value was the last token

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as _scipy_stats
 
 from ._common import ResultMixin, finite_or_none
 
@@ -24,7 +23,11 @@ def t_ppf(p: float, df: float) -> float:
         raise ValueError("p must be in (0, 1)")
     if df <= 0 or not math.isfinite(df):
         raise ValueError("df must be finite and > 0")
-    return float(_scipy_stats.t.ppf(p, df))
+    # imported here: scipy.stats takes about as long to import as the rest of
+    # fairlab, and most commands never need a t quantile
+    from scipy import stats
+
+    return float(stats.t.ppf(p, df))
 
 
 @dataclass(frozen=True)

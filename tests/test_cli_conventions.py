@@ -261,3 +261,16 @@ def test_doctor_exit_code_matches_its_verdict():
     doc = json.loads(r.stdout)
     assert doc["linkem"] is None
     assert r.returncode == (0 if doc["usable"] else 1) and doc["usable"] == (not doc["blockers"])
+
+
+def test_cleanup_json_dry_run():
+    r = cli("live", "cleanup", "--dry-run", "--json")
+    doc = json.loads(r.stdout)
+    assert doc["dry_run"] is True and set(doc) >= {"processes", "namespaces", "links", "left_running", "problems"}
+    assert r.returncode == (1 if doc["problems"] else 0)
+
+
+def test_reproduce_refuses_a_bad_set_before_running_anything(tmp_path):
+    out = tmp_path / "never"
+    msg = one_error_line(cli("reproduce", "bhatti2008-dccp", "--quick", "--out", out, "--set", "bottleneck.rat=1Gbit"))
+    assert "bottleneck has no field 'rat'" in msg and not out.exists()

@@ -65,6 +65,7 @@ def cleanup(
     run_id: Optional[str] = typer.Option(None, "--run-id", help="only this run (fl-XXXX); default: every live run's leftovers"),
     dry_run: bool = typer.Option(False, "--dry-run", help="list what would be removed, remove nothing"),
     force: bool = typer.Option(False, "--force", help="also remove runs that are still in progress"),
+    as_json: bool = typer.Option(False, "--json", help="print what was (or would be) removed as JSON (docs/cli.md)"),
 ) -> None:
     """Remove namespaces, links and processes left by live runs — only names of the form fl-<hex>-…"""
     import os
@@ -80,6 +81,16 @@ def cleanup(
     except ValueError as exc:
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from None
+    if as_json:
+        print(json.dumps({
+            "schema": 1, "dry_run": dry_run,
+            "processes": [{"pid": pid, "command": cmd} for pid, cmd in rep.processes],
+            "namespaces": list(rep.namespaces), "links": list(rep.links),
+            "left_running": list(rep.skipped_active), "problems": [str(e) for e in rep.errors],
+        }, indent=2))
+        if rep.errors:
+            raise typer.Exit(1)
+        return
     verb = "would remove" if dry_run else "removed"
     if rep.empty:
         console.print("nothing to clean up: no fl-<hex>- namespaces, links or processes")

@@ -20,7 +20,7 @@ SET_HELP = "override a scenario field, e.g. --set bottleneck.rate=50Mbit --set f
 def campaign_source(target: str, *, quick: bool, backend: str) -> tuple[dict[str, Any], str, list[str]]:
     """The campaign document of a scenario/campaign file or a preset name, a source
     name for messages, and notes saying what a preset's variant changed."""
-    from ..presets import PRESETS, live_document, preset_document
+    from ..presets import PRESETS, live_document, preset_document, vm_document
 
     path = Path(target)
     if path.exists() or target not in PRESETS:
@@ -31,15 +31,15 @@ def campaign_source(target: str, *, quick: bool, backend: str) -> tuple[dict[str
         return read_toml(path), str(path), []
     doc = preset_document(target, quick=quick)
     notes = [f"--quick: shortened to {PRESETS[target].quick_note}"] if quick else []
-    if backend == "live":
-        doc, live_notes = live_document(target, doc)
-        notes += live_notes
+    if backend in ("live", "vm"):
+        doc, backend_notes = (live_document if backend == "live" else vm_document)(target, doc)
+        notes += backend_notes
     return doc, f"preset {target}", notes
 
 
 def plan(
     scenario: str = typer.Argument(..., help="scenario or campaign TOML file, or a preset name (fairlab list presets)"),
-    backend: str = typer.Option("sim", "--backend", help="sim or live (part of each run's content address)"),
+    backend: str = typer.Option("sim", "--backend", help="sim, live or vm (part of each run's content address; presets: the variant that backend runs)"),
     quick: bool = typer.Option(False, "--quick", help="presets: the shortened variant `reproduce --quick` runs"),
     overrides: Optional[list[str]] = typer.Option(None, "--set", metavar="PATH=VALUE", help=SET_HELP),
     as_json: bool = typer.Option(False, "--json", help="print the plan as JSON (docs/cli.md)"),

@@ -233,6 +233,20 @@ def test_plain_lines_per_step_and_per_interval():
     assert len(lines) >= 3 and set(lines) == {"1"}
 
 
+def test_a_long_single_run_reports_simulated_seconds_in_a_log(monkeypatch):
+    from fairlab.cli import progress
+
+    monkeypatch.setattr(progress, "LINE_EVERY_S", 0.0)  # "a minute has passed" at once
+    buf = io.StringIO()
+    st = progress.SimulatedTime("xue", 300.0, console=Console(file=buf, width=200))
+    for sim_s in (10.0, 20.0, 40.0, 150.0, 300.0):
+        assert st(sim_s) is True  # never asks the engine to stop
+    st.stop()
+    lines = buf.getvalue().splitlines()
+    # a line whenever another tenth of the run is simulated (30 s here), and at the end
+    assert [ln.split(" ", 1)[1].split(" s simulated")[0] for ln in lines] == ["xue: 40/300", "xue: 150/300", "xue: 300/300"]
+
+
 # ------------------------------------------------------------------ live doctor
 def caps(**kw):
     from fairlab.backends.live.capabilities import Capabilities

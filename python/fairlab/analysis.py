@@ -77,7 +77,7 @@ class Analysis:
         indices, the NRU tuple and Case, the window) are in ``.attrs``.
 
         >>> import fairlab
-        >>> a = fairlab.analyze(fairlab.load("examples/data/iperf3_P8_client.json"))  # doctest: +SKIP
+        >>> a = fairlab.analyze(fairlab.load("examples/recordings/iperf3_P8_client.json"))  # doctest: +SKIP
         >>> a.to_pandas()[["label", "mean_bps", "share"]]                               # doctest: +SKIP
         """
         rows = [
@@ -278,6 +278,11 @@ def analyze(
     ``u_c`` held for ``k`` samples; with ``baseline`` (solo runs) harm. A campaign that
     has already reduced its calibration/solo runs to one number per flow passes
     ``expected_bps`` / ``solo_bps`` (bit/s, one per flow) instead.
+
+    >>> import fairlab
+    >>> trace = fairlab.load("examples/recordings/iperf3_P8_client.json")
+    >>> result = fairlab.analyze(trace, window=(2, 20))
+    >>> result.to_pandas()[["label", "mean_bps", "share"]]  # doctest: +SKIP
     """
     runs = trace.runs
     if run is None:

@@ -89,6 +89,8 @@ def tables(results: list[ConditionResult], axis: Axis, cite_: Callable[[str], st
     out: list[Section] = []
     cols = [col_title(v) for v in axis.values]
 
+    corner = f"series \\ {axis.title}" if axis.key else "series"
+
     def cells(fmt: Callable[[ConditionResult], str]) -> list[list[str]]:
         return [[s] + [fmt(r) if (r := g.get(s, c)) is not None else "—" for c in g.cols] for s in g.series]
 
@@ -96,7 +98,7 @@ def tables(results: list[ConditionResult], axis: Axis, cite_: Callable[[str], st
     if nflows <= 4:
         all_means = [f.mean_bps.mean for r in results for f in r.flows if f.mean_bps.mean is not None]
         scale, unit = rate_unit(max(all_means) if all_means else 1.0)
-        header = ["series"] + [f"{c} · flow {i + 1}" for c in cols for i in range(nflows)]
+        header = [corner] + [f"{c} · flow {i + 1}" for c in cols for i in range(nflows)]
         rows = []
         for s in g.series:
             row = [s]
@@ -115,10 +117,10 @@ def tables(results: list[ConditionResult], axis: Axis, cite_: Callable[[str], st
         cv = "—" if r.jain_cv is None else f"{r.jain_cv:.2f}"
         return f"{j.mean:.3f} (std {j.std:.3f}, CV {cv})"
 
-    out.append(Section("Jain's fairness index: mean of J(t)", f"J(t) = (Σ r_n(t))² / (N(t) Σ r_n(t)²) over the flows present at t ({cite_('000')}, Eq. 2), averaged over the window; mean over runs with standard deviation and coefficient of variation as in {cite_('001')}, Table III", _table(["series"] + cols, cells(jfi))))
-    out.append(Section("Jain's index of the flows' mean throughputs", f"Jain's index (Eq. 1 of {cite_('000')}) of each flow's mean throughput over the window — the long-run index of {cite_('004')}, Fig. 3 and {cite_('002')}, Figs. 6–7; mean ± std over runs", _table(["series"] + cols, cells(lambda r: fmt_stat(r.jain_of_means, 1.0, 3)))))
+    out.append(Section("Jain's fairness index: mean of J(t)", f"J(t) = (Σ r_n(t))² / (N(t) Σ r_n(t)²) over the flows present at t ({cite_('000')}, Eq. 2), averaged over the window; mean over runs with standard deviation and coefficient of variation as in {cite_('001')}, Table III", _table([corner] + cols, cells(jfi))))
+    out.append(Section("Jain's index of the flows' mean throughputs", f"Jain's index (Eq. 1 of {cite_('000')}) of each flow's mean throughput over the window — the long-run index of {cite_('004')}, Fig. 3 and {cite_('002')}, Figs. 6–7; mean ± std over runs", _table([corner] + cols, cells(lambda r: fmt_stat(r.jain_of_means, 1.0, 3)))))
     if any(r.nru_tuple_text for r in results):
-        out.append(Section("System NRU tuples ⟨U_N+, U_N−, S_N⟩ and Case", f"means over runs; NRU weights from the self-competition calibration runs of each condition ({cite_('000')}, §V-A, Table VI; Cases from its Table II)", _table(["series"] + cols, cells(lambda r: f"{r.nru_tuple_text} {r.nru_case or ''}".strip() if r.nru_tuple_text else "—"))))
+        out.append(Section("System NRU tuples ⟨U_N+, U_N−, S_N⟩ and Case", f"means over runs; NRU weights from the self-competition calibration runs of each condition ({cite_('000')}, §V-A, Table VI; Cases from its Table II)", _table([corner] + cols, cells(lambda r: f"{r.nru_tuple_text} {r.nru_case or ''}".strip() if r.nru_tuple_text else "—"))))
     if any(r.t_convergence is not None for r in results):
 
         def tu(r: ConditionResult) -> str:
@@ -129,9 +131,9 @@ def tables(results: list[ConditionResult], axis: Axis, cite_: Callable[[str], st
             return f"{r.t_convergence.mean:.0f} s ({r.n_converged}/{len(r.runs)})"
 
         conv = [r for r in results if r.t_convergence is not None]
-        out.append(Section("Convergence time T_U", f"mean over the runs that converged (their number in brackets); {_uc_text(conv)} ({cite_('000')}, Eqs. 11–12, Table VII)", _table(["series"] + cols, cells(tu))))
+        out.append(Section("Convergence time T_U", f"mean over the runs that converged (their number in brackets); {_uc_text(conv)} ({cite_('000')}, Eqs. 11–12, Table VII)", _table([corner] + cols, cells(tu))))
     if any(r.harm_mean is not None for r in results):
-        out.append(Section("Throughput harm per flow", f"(solo − with)/solo against the flow's own solo run ({cite_('ware2019')}); 0 = no harm, 1 = starved; flow 1 / flow 2 / …", _table(["series"] + cols, cells(lambda r: " / ".join(fmt_num(h.mean, 2) for h in r.harm_per_flow) if r.harm_per_flow else "—"))))
+        out.append(Section("Throughput harm per flow", f"(solo − with)/solo against the flow's own solo run ({cite_('ware2019')}); 0 = no harm, 1 = starved; flow 1 / flow 2 / …", _table([corner] + cols, cells(lambda r: " / ".join(fmt_num(h.mean, 2) for h in r.harm_per_flow) if r.harm_per_flow else "—"))))
     return out
 
 
@@ -258,7 +260,7 @@ def write_report(
     shape = "bars per condition" if cat else "one line per series"
     figures.append(Section(f"Fairness vs {over}: mean of J(t)", f"mean of J(t) over the window{err}; {shape} (as {c('001')}, Figs. 2–3 and {c('000')}, Fig. 3)", figure=save_figure(fig_metric_vs_axis(done, axis, metric="jain_mean_jt", ylabel="mean of J(t)"), figdir, "jain_mean_jt")))
     figures.append(Section(f"Fairness vs {over}: J of mean throughputs", f"Jain's index of the flows' mean throughputs{err} (as {c('004')}, Fig. 3 for buffer sweeps and {c('002')}, Figs. 6–7 for connections and sessions)", figure=save_figure(fig_metric_vs_axis(done, axis, metric="jain_of_means", ylabel="J of mean throughputs"), figdir, "jain_of_means")))
-    figures.append(Section(f"Throughput vs {over}", f"mean throughput per flow over the window{err}; one panel per series", figure=save_figure(fig_throughput_vs_axis(done, axis), figdir, "throughput")))
+    figures.append(Section(f"Throughput vs {over}", f"mean throughput per flow over the window{err}; one panel per series" + ("; bars in flow order (flow 1 leftmost), coloured by congestion control" if cat else ""), figure=save_figure(fig_throughput_vs_axis(done, axis), figdir, "throughput")))
     figures.append(Section(f"Link utilisation vs {over}", f"the flows' summed mean throughput over the window ÷ bottleneck rate{err}; dotted line: the {fmt_pct(low_utilisation)} threshold below which a condition is flagged", figure=save_figure(fig_metric_vs_axis(done, axis, metric="utilisation", ylabel="link utilisation (%)", percent=True), figdir, "utilisation")))
     nru = fig_nru_vs_axis(done, axis)
     if nru is not None:
@@ -286,8 +288,13 @@ def write_report(
     warnings = []
     if n_low:
         warnings.append(f"{n_low} of {len(done)} conditions used less than {fmt_pct(low_utilisation)} of the link (marked LOW below): their flows did not fill the bottleneck, so Jain's index there describes how they shared what they got, not a contended link.")
+    examples_caption = "run 0 of each condition: throughput, J(t), cwnd, smoothed RTT, queue length, drops and ECN marks over the whole run (each when recorded); analysis window shaded; dashed line: link rate."
     if n_over:
-        warnings.append(f"In {n_over} of {len(examples)} example runs some 1-s samples of summed goodput exceed the link rate. This is how goodput is measured, not an error: data is counted when it reaches the receiver in order, so segments held behind a loss are credited to the interval in which the retransmission arrives (a receiver-side burst). Means over the window are unaffected.")
+        examples_caption += (
+            f" In {n_over} of {len(examples)} of these runs some samples of the flows' summed goodput exceed the link rate. That is how goodput is"
+            " measured, not an error: data is counted when it reaches the receiver in order, so segments held behind a loss are all credited to the"
+            " interval in which the retransmission arrives (a receiver-side burst); means over the window are unaffected."
+        )
     if failures:
         warnings.append(f"{len(failures)} run(s) failed; see the list at the end.")
     sections = {
@@ -306,6 +313,7 @@ def write_report(
         "figures": figures,
         "flow_tables": flow_tables(done),
         "examples": examples,
+        "examples_caption": examples_caption,
         "failures": [{"label": f["label"], "run": f["run_index"], "reason": f["reason"].splitlines()[0]} for f in failures],
         "references": references(c.keys),
         "img": _img_data,

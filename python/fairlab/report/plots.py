@@ -7,7 +7,7 @@ figure, your own backend) and returns the Figure; without ``ax`` it makes a deta
 
     >>> import fairlab
     >>> from fairlab.report.plots import plot_throughput
-    >>> trace = fairlab.load("examples/data/iperf3_P8_client.json")  # doctest: +SKIP
+    >>> trace = fairlab.load("examples/recordings/iperf3_P8_client.json")  # doctest: +SKIP
     >>> fig = plot_throughput(trace, window=(2, 20))                 # doctest: +SKIP
     >>> fig.savefig("throughput.pdf")                                 # doctest: +SKIP
 
@@ -45,13 +45,13 @@ __all__ = [
 FLOW_SERIES: dict[str, tuple[str, str]] = {
     "throughput_bps": ("throughput", "bit/s"),
     "cwnd_bytes": ("cwnd", "B"),
-    "srtt_s": ("smoothed RTT", "s"),
+    "srtt_s": ("smoothed\nRTT", "s"),
 }
 #: router-side columns: column → (axis label, formatter unit)
 BOTTLENECK_SERIES: dict[str, tuple[str, str]] = {
-    "queue_bytes": ("queue length", "B"),
-    "drops": ("drops per interval", ""),
-    "marks": ("ECN marks per interval", ""),
+    "queue_bytes": ("queue\nlength", "B"),
+    "drops": ("drops\n(per interval)", ""),
+    "marks": ("ECN marks\n(per interval)", ""),
 }
 
 
@@ -318,7 +318,7 @@ def plot_run(
             elif kind == "flow":
                 plot_flow_series(trace, col, run=run, window=window, ax=ax, flows=flows)
                 if flows is not None:
-                    ax.set_title(f"{FLOW_SERIES[col][0]} of the flows of the first panel", fontsize=8, loc="left")
+                    ax.set_title(f"{FLOW_SERIES[col][0]} of the flows of the first panel".replace(chr(10), " "), fontsize=8, loc="left")
             elif kind == "jain":
                 plot_jain_over_time(trace, analysis, run=run, window=window, ax=ax)
                 ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -326,6 +326,11 @@ def plot_run(
                 plot_bottleneck(trace, col, run=run, window=window, ax=ax)
         for ax in axes[:-1]:
             ax.set_xlabel("")
+        # "link rate" and "analysis window" once, in the first panel's legend
+        for ax in axes[1:]:
+            if ax.get_legend() is not None:
+                pairs = [(h, lab) for h, lab in zip(*ax.get_legend_handles_labels()) if lab not in ("link rate", "analysis window")]
+                ax.legend([h for h, _ in pairs], [lab for _, lab in pairs], loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5)
         if title:
             fig.suptitle(title, fontsize=10)
     return fig
@@ -377,7 +382,7 @@ def plot_distributions(
         ax_cdf.legend(loc="upper left", fontsize=7)
         box_cols = list(m.columns)[:40]
         data = [m[f].dropna().to_numpy() for f in box_cols]
-        ax_box.boxplot(data, vert=True, showfliers=False, widths=0.6, medianprops={"color": "#D55E00"})
+        ax_box.boxplot(data, showfliers=False, widths=0.6, medianprops={"color": "#D55E00"})
         ax_box.set_xticks(range(1, len(box_cols) + 1))
         ax_box.set_xticklabels([labels[f] for f in box_cols], rotation=45 if len(box_cols) > 4 else 0, ha="right" if len(box_cols) > 4 else "center", fontsize=7)
         rate_axis(ax_box)

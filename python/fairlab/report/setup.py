@@ -66,6 +66,17 @@ def flows_text(s: Scenario) -> str:
     )
 
 
+def _segments(s: Scenario) -> str:
+    """MSS, initial window and SACK/ECN as run: facts that move the numbers."""
+    fl = [f for _, f in s.expanded_flows()]
+    mss = sorted({f.mss for f in fl})
+    iw = sorted({f.initial_cwnd for f in fl})
+    sack = {f.sack for f in fl}
+    ecn = {f.ecn for f in fl}
+    yes_no = lambda v: "on" if v == {True} else "off" if v == {False} else "mixed"  # noqa: E731
+    return f"MSS {'/'.join(str(m) for m in mss)} B, initial window {'/'.join(str(i) for i in iw)} segments, SACK {yes_no(sack)}, ECN {yes_no(ecn)}"
+
+
 def _seeds(seeds: list[int]) -> str:
     if not seeds:
         return "—"
@@ -85,6 +96,8 @@ def condition_setup(r: ConditionResult) -> dict[str, str]:
         "buffer": buffer_text(s),
         "queue discipline": _qdisc(s),
         "flows (cca, RTT, start)": flows_text(s),
+        "segments": _segments(s),
+        "start jitter": f"each flow starts uniformly in [start, start + {fmt_seconds(s.variation.start_jitter / 1e9)}]",
         "duration": fmt_seconds(s.duration / 1e9),
         "sampling interval": fmt_seconds(s.interval / 1e9),
         "analysis window": window,

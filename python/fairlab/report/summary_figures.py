@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import matplotlib
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -181,8 +182,10 @@ def fig_metric_vs_axis(results: list[ConditionResult], axis: Axis, *, metric: st
                     ax.errorbar(xx, yy, yerr=yerr, label=s, color=st["color"], marker=st["marker"], linestyle=st["linestyle"], capsize=2.5)
             _apply_ticks(ax, g.ticks, g.xs)
             ax.set_xlabel(axis.title or "condition")
-            if ylim is not None:
-                ax.set_ylim(*ylim) if not percent else ax.set_ylim(0, 105)
+            if percent:
+                ax.set_ylim(0, 105)
+            elif ylim is not None:
+                ax.set_ylim(*ylim)
             if names != ["all"]:
                 if len(axes) == 1:
                     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5)
@@ -218,7 +221,8 @@ def fig_throughput_vs_axis(results: list[ConditionResult], axis: Axis) -> Figure
                     for fi, f in enumerate(r.flows):
                         if f.mean_bps.mean is not None:
                             ax.bar(x - 0.4 + width * (fi + 0.5), f.mean_bps.mean, width * 0.92, yerr=_err(f.mean_bps), color=colour[f.cca], capsize=1.5)
-                ax.legend(handles=[Patch(color=colour[c], label=c) for c in ccas], loc="upper right", fontsize=7)
+                if len(ccas) > 1:
+                    ax.legend(handles=[Patch(color=colour[c], label=c) for c in ccas], loc="upper right", fontsize=7)
             elif nflows <= SERIES_LIMIT:
                 for fi in range(nflows):
                     xx, yy, ee, name = [], [], [], None
@@ -304,7 +308,9 @@ def fig_jt_boxes(results: list[ConditionResult], jt_by_condition: dict[str, np.n
     with fairlab_style():
         fig = Figure(figsize=(7.0, 0.8 + 0.22 * len(data) + 0.6), layout="constrained")
         ax = fig.add_subplot()
-        ax.boxplot(data, vert=False, showfliers=False, widths=0.6, medianprops={"color": COLOURS[3]})
+        # `orientation` replaced `vert` in Matplotlib 3.10
+        horizontal = {"orientation": "horizontal"} if tuple(int(x) for x in matplotlib.__version__.split(".")[:2]) >= (3, 10) else {"vert": False}
+        ax.boxplot(data, **horizontal, showfliers=False, widths=0.6, medianprops={"color": COLOURS[3]})
         ax.set_yticks(range(1, len(labels) + 1))
         ax.set_yticklabels(labels, fontsize=7 if len(labels) > 12 else 8)
         ax.invert_yaxis()

@@ -7,6 +7,7 @@ from rich.table import Table
 
 from ..analysis import Analysis
 from ..metrics._common import fmt_num
+from ..report.format import fmt_rate, fmt_rate_pm, rate_unit  # noqa: F401  (the one SI formatter; compare_cmd imports them from here)
 from ..trace import Trace
 from .common import console
 
@@ -17,30 +18,6 @@ CASE_COMMENT = {
     "D": "all flows fair or better",
     "E": "all flows fair",
 }
-
-
-def rate_unit(bps: float) -> tuple[float, str]:
-    """The SI prefix iperf would print ``bps`` with: (factor, unit)."""
-    for factor, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
-        if abs(bps) >= factor:
-            return factor, unit
-    return 1.0, "bit/s"
-
-
-def fmt_rate(bps: float | None) -> str:
-    """Bits/s with an SI prefix, as iperf prints them."""
-    if bps is None:
-        return "—"
-    factor, unit = rate_unit(bps)
-    return f"{bps:.0f} bit/s" if factor == 1.0 else f"{bps / factor:.2f} {unit}"
-
-
-def fmt_rate_pm(bps: float | None, std: float | None) -> str:
-    """'mean ± std unit' with both in the mean's unit ("9.72 ± 0.20 Mbit/s")."""
-    if bps is None or std is None:
-        return fmt_rate(bps)
-    factor, unit = rate_unit(bps)
-    return f"{bps / factor:.2f} ± {std / factor:.2f} {unit}"
 
 
 def fmt_seconds(s: float | None) -> str:

@@ -33,7 +33,7 @@ from .labels import condition_label
 from .plots import goodput_above_link_note, plot_run
 from .setup import setup_tables, utilisation_table
 from .style import save_figure
-from .summary_figures import Axis, Grid, choose_axis, col_title, fig_jt_boxes, fig_metric_vs_axis, fig_nru_vs_axis, fig_throughput_vs_axis, grid
+from .summary_figures import Axis, choose_axis, col_title, fig_jt_boxes, fig_metric_vs_axis, fig_nru_vs_axis, fig_throughput_vs_axis, grid
 from .templating import render
 
 __all__ = ["write_report", "tables", "flow_tables", "FLOW_TABLE_LIMIT"]
@@ -169,6 +169,9 @@ def flow_tables(results: list[ConditionResult]) -> list[Section]:
         rows.append(summary)
         ratio = f"; highest/lowest = {known and max(known) / min(known):.2f}" if known and min(known) > 0 else ""
         out.append(Section(name, f"{len(r.flows)} flows, sorted by throughput: the {FLOW_EXTREMES} highest, the {FLOW_EXTREMES} lowest, and min / 10th / median / 90th percentile / max over all flows{ratio}; {len(r.runs)} run(s)", _table(header, rows)))
+    for sec, r in zip(out, results):
+        if not r.harm_per_flow and sec.table is not None:  # no solo runs: no harm column
+            sec.table = _table(sec.table["header"][:-1], [row[:-1] for row in sec.table["rows"]])
     return out
 
 
@@ -194,7 +197,7 @@ def _example(store: Store, r: ConditionResult, outdir: Path, index: int) -> tupl
     note = goodput_above_link_note(tr) or ""
     # diagnostics, embedded in the HTML: one PNG (the three formats would triple the
     # report's time for figures nobody puts in a paper)
-    return save_figure(fig, outdir, f"example_{index:03d}", formats=("png",), dpi=150), note
+    return save_figure(fig, outdir, f"example_{index:03d}", formats=("png",), dpi=110), note
 
 
 # ---------------------------------------------------------------------- writer
@@ -209,6 +212,16 @@ def _preset_title(source: str | None) -> str | None:
 
 def _img_data(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
+
+
+def _img_width(path: Path) -> int:
+    """CSS width (px) showing a figure a little above its physical size (120 px per
+    inch), so its text reads like the page's whatever dpi the PNG was written at."""
+    from PIL import Image
+
+    with Image.open(path) as im:
+        dpi = float((im.info.get("dpi") or (100.0, 100.0))[0]) or 100.0
+        return round(im.width / dpi * 120)
 
 
 def write_report(
@@ -317,6 +330,7 @@ def write_report(
         "failures": [{"label": f["label"], "run": f["run_index"], "reason": f["reason"].splitlines()[0]} for f in failures],
         "references": references(c.keys),
         "img": _img_data,
+        "img_width": _img_width,
     }
     say("writing report.md and report.html")
     (store.root / "report.md").write_text(render("report.md.j2", **context))

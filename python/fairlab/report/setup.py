@@ -29,6 +29,8 @@ def _qdisc(s: Scenario) -> str:
     for k, v in b.params.items():
         if k.endswith("_time") and isinstance(v, int) and v >= 1000:  # ns, as the engine takes it
             v = fmt_seconds(v / 1e9)
+        elif isinstance(v, bool):
+            v = str(v).lower()  # as the scenario file spells it
         parts.append(f"{k}={v}")
     return f"{b.qdisc} ({', '.join(parts)})"
 

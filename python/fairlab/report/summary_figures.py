@@ -152,7 +152,7 @@ def fig_metric_vs_axis(results: list[ConditionResult], axis: Axis, *, metric: st
             fig = Figure(figsize=(6.4, 3.6), layout="constrained")
             axes, per_panel = [fig.add_subplot()], [g.series]
         elif g.ticks is not None and len(g.series) <= SERIES_LIMIT:
-            fig = Figure(figsize=(max(6.4, 0.9 * len(g.cols) * max(1, len(g.series)) ** 0.5 + 2), 3.8), layout="constrained")
+            fig = Figure(figsize=(min(9.0, max(6.4, 0.9 * len(g.cols) * max(1, len(g.series)) ** 0.5 + 2)), 3.8), layout="constrained")
             axes, per_panel = [fig.add_subplot()], [g.series]
         else:
             fig, axes, _ = _panels(int(np.ceil(len(g.series) / SERIES_LIMIT)))
@@ -315,6 +315,8 @@ def fig_jt_boxes(results: list[ConditionResult], jt_by_condition: dict[str, np.n
         ax.set_yticklabels(labels, fontsize=7 if len(labels) > 12 else 8)
         ax.invert_yaxis()
         ax.set_xlabel("J(t) per interval in the analysis window")
-        ax.set_xlim(0, 1.02)
+        lows = [float(np.min(d)) for d in data if len(d)]
+        # J ≥ 1/N always; start the axis at the nearest 0.1 below the smallest value
+        ax.set_xlim(max(0.0, np.floor((min(lows, default=0.0) - 0.02) * 10) / 10), 1.02)
         ax.grid(axis="y", visible=False)
     return fig

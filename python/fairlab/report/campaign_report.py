@@ -30,7 +30,9 @@ from ..metrics.jain import jain_over_time
 from .citations import cite, references
 from .format import fmt_num, fmt_pct, fmt_rate, fmt_rate_pm, fmt_seconds, rate_unit
 from .labels import condition_label
-from .plots import goodput_above_link_note, plot_run
+from matplotlib.figure import Figure
+
+from .plots import goodput_above_link_note, plot_distributions, plot_run
 from .setup import setup_tables, utilisation_table
 from .style import save_figure
 from .summary_figures import Axis, choose_axis, col_title, fig_jt_boxes, fig_metric_vs_axis, fig_nru_vs_axis, fig_throughput_vs_axis, grid
@@ -193,7 +195,14 @@ def _example(store: Store, r: ConditionResult, outdir: Path, index: int) -> tupl
     tr = store.load(r.runs[0])
     win = tr.meta.get("summary", {}).get("window")
     a = analyze(tr, window=tuple(win) if win else None)
-    fig = plot_run(tr, a, title=f"{condition_label(r.point)} — run 0 (seed {tr.meta.get('task', {}).get('seed')})")
+    title = f"{condition_label(r.point)} — run 0 (seed {tr.meta.get('task', {}).get('seed')})"
+    # the run's series over time above the distributions of its per-interval
+    # throughput and J(t) in the window: one figure, two matplotlib subfigures
+    w, h = plot_run(tr, a).get_size_inches()
+    fig = Figure(figsize=(9.5, h + 3.0), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=[h, 3.0])
+    plot_run(tr, a, title=title, fig=top)
+    plot_distributions(tr, run=a.run, window=a.window, fig=bottom, title="within the analysis window")
     note = goodput_above_link_note(tr) or ""
     # diagnostics, embedded in the HTML: one PNG (the three formats would triple the
     # report's time for figures nobody puts in a paper)
@@ -302,6 +311,7 @@ def write_report(
     if n_low:
         warnings.append(f"{n_low} of {len(done)} conditions used less than {fmt_pct(low_utilisation)} of the link (marked LOW below): their flows did not fill the bottleneck, so Jain's index there describes how they shared what they got, not a contended link.")
     examples_caption = "run 0 of each condition: throughput, J(t), cwnd, smoothed RTT, queue length, drops and ECN marks over the whole run (each when recorded); analysis window shaded; dashed line: link rate."
+    examples_caption += " Below each: the CDF and box plot (quartiles, whiskers at 1.5 × IQR) of each flow's per-interval throughput, and the CDF of J(t), within the window."
     if n_over:
         examples_caption += (
             f" In {n_over} of {len(examples)} of these runs some samples of the flows' summed goodput exceed the link rate. That is how goodput is"

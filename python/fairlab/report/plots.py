@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import EngFormatter
+from matplotlib.ticker import EngFormatter, MaxNLocator
 
 from ..analysis import Analysis
 from ..metrics.jain import jain_over_time
@@ -376,6 +376,8 @@ def plot_distributions(
                 st = series_style(i)
                 ax_cdf.step(xs, np.arange(1, xs.size + 1) / xs.size, where="post", color=st["color"], linestyle=st["linestyle"], label=name)
         rate_axis(ax_cdf, "x")
+        ax_cdf.xaxis.set_major_locator(MaxNLocator(4))  # SI-labelled ticks are wide
+        ax_cdf.tick_params(axis="x", labelrotation=20)
         ax_cdf.set_xlabel("throughput per interval")
         ax_cdf.set_ylabel("fraction of intervals ≤ x")
         ax_cdf.set_ylim(0, 1.01)
@@ -396,7 +398,8 @@ def plot_distributions(
             ax_j.step(xs, np.arange(1, xs.size + 1) / xs.size, where="post", color="#0072B2")
         ax_j.set_xlabel("J(t)")
         ax_j.set_ylabel("fraction of intervals ≤ x")
-        ax_j.set_xlim(max(0.0, 1.0 / max(m.shape[1], 1) - 0.05), 1.01)
+        lo = float(js.min()) if js.size else 1.0 / max(m.shape[1], 1)
+        ax_j.set_xlim(max(0.0, np.floor((lo - 0.02) * 10) / 10), 1.01)
         ax_j.set_ylim(0, 1.01)
         if title:
             fig.suptitle(title, fontsize=10)

@@ -238,3 +238,14 @@ def test_campaign_results_to_pandas_and_repr(report):
     assert len(flows) == 4 and set(flows["cca"]) == {"reno", "cubic"}
     assert "LOW" not in repr(res) and len(repr(res)) < 120
     assert "flag" in res._repr_html_()
+
+
+@given(st.lists(st.sampled_from(["reno", "cubic", "bbr", "ccid2"]), min_size=2, max_size=4), st.lists(st.sampled_from(["reno", "cubic", "bbr", "ccid2"]), min_size=2, max_size=4))
+def test_labels_of_different_per_flow_assignments_differ(a, b):
+    """Two sweep points that give the flows different controls never share a label
+    (the old labels dropped the flow index, so reno/cubic and cubic/reno collided)."""
+    pa = {f"flows[{i}].cca": c for i, c in enumerate(a)}
+    pb = {f"flows[{i}].cca": c for i, c in enumerate(b)}
+    assert (condition_label(pa) == condition_label(pb)) == (pa == pb)
+    ga, gb = {"pair": pa}, {"pair": pb}
+    assert (condition_label(ga) == condition_label(gb)) == (pa == pb)

@@ -195,7 +195,7 @@ def _example(store: Store, r: ConditionResult, outdir: Path, index: int) -> tupl
     tr = store.load(r.runs[0])
     win = tr.meta.get("summary", {}).get("window")
     a = analyze(tr, window=tuple(win) if win else None)
-    title = f"{condition_label(r.point)} — run 0 (seed {tr.meta.get('task', {}).get('seed')})"
+    title = f"{condition_label(r.point)} — run 0 (RNG seed {tr.meta.get('task', {}).get('seed')})"
     # the run's series over time above the distributions of its per-interval
     # throughput and J(t) in the window: one figure, two matplotlib subfigures
     w, h = plot_run(tr, a).get_size_inches()

@@ -24,6 +24,7 @@ from ..analysis import analyze
 from ..ingest import load as ingest_load
 from ..metrics.nru import classify_case, format_tuple
 from ..metrics.stats import RunStats, run_stats
+from ..report.labels import condition_label
 from ..scenario import Scenario
 from ..trace import Trace
 from .plan import CALIBRATION, MAIN, SOLO, Campaign, expand
@@ -86,7 +87,7 @@ class ConditionResult:
         j = self.jain_mean_jt.mean
         u = None if self.utilisation is None else self.utilisation.mean
         return (
-            f"ConditionResult({self.label!r}, {len(self.runs)} run(s), {len(self.flows)} flows, "
+            f"ConditionResult({condition_label(self.point)!r}, {len(self.runs)} run(s), {len(self.flows)} flows, "
             f"mean J(t) {'—' if j is None else f'{j:.3f}'}, utilisation {'—' if u is None else f'{100 * u:.0f}%'})"
         )
 
@@ -114,7 +115,7 @@ class CampaignResults(list):
         flow with its mean throughput (mean and std over runs)."""
         rows: list[dict[str, Any]] = []
         for r in self:
-            base: dict[str, Any] = {"condition": r.condition, "condition_label": r.label, **{f"sweep:{k}": v for k, v in r.point.items()}}
+            base: dict[str, Any] = {"condition": r.condition, "condition_label": condition_label(r.point), **{f"sweep:{k}": v for k, v in r.point.items()}}
             if per == "flow":
                 for i, f in enumerate(r.flows):
                     rows.append({**base, "flow": i, "label": f.label, "cca": f.cca, "rtt_s": f.rtt_s, "start_s": f.start_s,

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..campaign.aggregate import ConditionResult
 from ..scenario import HEADER_BYTES, Scenario
-from .format import fmt_bytes, fmt_pct, fmt_rate, fmt_seconds
+from .format import fmt_bytes, fmt_num, fmt_pct, fmt_rate, fmt_seconds
 from .labels import condition_label
 
 #: flows beyond this many are summarised (counts per cca, RTT and start ranges)
@@ -48,6 +48,12 @@ def buffer_text(s: Scenario) -> str:
     return f"{fmt_bytes(size['bytes'])} ({size['bytes'] / bdp:.0%} of the {ref})"
 
 
+def _cca(f: Any) -> str:
+    """The control with its parameters (e.g. the kernel whose constants it uses)."""
+    params = ", ".join(f"{k}={v}" for k, v in f.params.items())
+    return f"{f.cca}{f' ({params})' if params else ''}{' +ECN' if f.ecn else ''}"
+
+
 def _range(values: list[float], fmt: Any) -> str:
     lo, hi = min(values), max(values)
     return fmt(lo) if lo == hi else f"{fmt(lo)}–{fmt(hi)}"
@@ -57,10 +63,10 @@ def flows_text(s: Scenario) -> str:
     """Each flow as "cca, RTT, start" — or, for many flows, counts per cca and ranges."""
     fl = [f for _, f in s.expanded_flows()]
     if len(fl) <= FLOW_LIST_LIMIT:
-        return "; ".join(f"{i + 1}: {f.cca}{' +ECN' if f.ecn else ''}, RTT {fmt_seconds(f.rtt / 1e9)}, start {fmt_seconds(f.start / 1e9)}" for i, f in enumerate(fl))
+        return "; ".join(f"{i + 1}: {_cca(f)}, RTT {fmt_seconds(f.rtt / 1e9)}, start {fmt_seconds(f.start / 1e9)}" for i, f in enumerate(fl))
     counts: dict[str, int] = {}
     for f in fl:
-        counts[f.cca] = counts.get(f.cca, 0) + 1
+        counts[_cca(f)] = counts.get(_cca(f), 0) + 1
     mix = ", ".join(f"{c} ×{n}" for c, n in counts.items())
     return (
         f"{len(fl)} flows ({mix}); RTT {_range([f.rtt / 1e9 for f in fl], fmt_seconds)}; "
@@ -110,7 +116,7 @@ def condition_setup(r: ConditionResult) -> dict[str, str]:
     if s.bottleneck.loss_rate:
         out["random loss"] = f"{s.bottleneck.loss_rate:g} per packet"
     if s.analysis.nru and s.analysis.epoch is not None:
-        out["NRU convergence"] = f"t_e = {s.analysis.epoch / 1e9:g} s, U_c = {s.analysis.uc:g} dB, held {s.analysis.hold} sample(s)"
+        out["NRU convergence"] = f"t_e = {s.analysis.epoch / 1e9:g} s, U_c = {fmt_num(s.analysis.uc, 2)} dB, held {s.analysis.hold} sample(s)"
     return out
 
 

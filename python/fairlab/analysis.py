@@ -18,6 +18,7 @@ Rules worth knowing (also in docs/cli.md):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -265,15 +266,16 @@ def analyze(
     run: int | None = None,
     calibration: Trace | None = None,
     baseline: Trace | None = None,
-    expected_bps: Any = None,
-    solo_bps: Any = None,
+    expected_bps: Sequence[float] | np.ndarray | None = None,
+    solo_bps: Sequence[float] | np.ndarray | None = None,
     epoch: float | None = None,
     u_c: float = U_C_DEFAULT,
     k: int = 1,
 ) -> Analysis:
     """Analyse one run of ``trace`` over ``window`` (seconds, either side may be None).
 
-    With ``calibration`` the NRU family is computed (weights by seed 000 Eq. 14); with
+    With ``calibration`` the NRU family is computed (weights by Bhatti et al. 2009,
+    Eq. 14); with
     ``epoch`` also convergence times T_U (Eqs. 11-12) from that epoch with threshold
     ``u_c`` held for ``k`` samples; with ``baseline`` (solo runs) harm. A campaign that
     has already reduced its calibration/solo runs to one number per flow passes

@@ -275,9 +275,8 @@ def analyze(
     """Analyse one run of ``trace`` over ``window`` (seconds, either side may be None).
 
     With ``calibration`` the NRU family is computed (weights by Bhatti et al. 2009,
-    Eq. 14); with
-    ``epoch`` also convergence times T_U (Eqs. 11-12) from that epoch with threshold
-    ``u_c`` held for ``k`` samples; with ``baseline`` (solo runs) harm. A campaign that
+    Eq. 14); with ``epoch`` also convergence times T_U (Eqs. 11-12) from that epoch
+    with threshold ``u_c`` held for ``k`` samples; with ``baseline`` (solo runs) harm. A campaign that
     has already reduced its calibration/solo runs to one number per flow passes
     ``expected_bps`` / ``solo_bps`` (bit/s, one per flow) instead.
 

@@ -28,6 +28,13 @@ def _table(header: list[str], rows: list[list[str]], title: str = "", flags: lis
     return {"title": title, "header": header, "rows": rows, "flags": flags}
 
 
+def _source(meta: dict[str, Any]) -> str:
+    tool = str(meta.get("tool") or meta.get("backend") or "unknown")
+    version = str(meta.get("tool_version") or "")
+    # iperf3 states its version as "iperf 3.12": do not print the tool's name twice
+    return f"{tool} {version}".strip() if version and not version.startswith(tool.rstrip("0123456789")) else (version or tool)
+
+
 def trace_html(trace: Trace) -> str:
     """A Trace as facts (runs, duration, interval, source) and its flow table."""
     s = trace.samples
@@ -46,10 +53,10 @@ def trace_html(trace: Trace) -> str:
             fmt_rate(None if fid not in means.index else float(means[fid])),
         ])
     meta = trace.meta
-    span = f"{float(s['t'].min()):g}–{float(s['t'].max()):g} s" if len(s) else "no samples"
+    span = f"{float(s['t'].min()):.4g}–{float(s['t'].max()):.4g} s" if len(s) else "no samples"
     facts = [
         f"{len(trace.flows)} flows, {len(s)} samples, runs {trace.runs}, t = {span}",
-        f"source: {meta.get('tool') or meta.get('backend') or 'unknown'}" + (f" {meta['tool_version']}" if meta.get("tool_version") else ""),
+        "source: " + _source(meta),
         "router-side samples (queue, drops, marks): " + ("yes" if trace.bottleneck is not None else "no"),
     ]
     table = _table(["flow", "label", "cca", "RTT", "start", "samples", "mean throughput (all samples)"], rows)

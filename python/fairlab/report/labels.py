@@ -28,8 +28,10 @@ def assignment_text(key: str, value: Any) -> str:
     return f"{key}={_value(value)}"
 
 
-def condition_label(point: dict[str, Any], *, leave_out: str | None = None) -> str:
-    """A sweep point as text, optionally without the axis ``leave_out`` (the x-axis of
-    a figure or the columns of a table); "all conditions" when nothing is left."""
-    parts = [assignment_text(k, v) for k, v in point.items() if k != leave_out]
+def condition_label(point: dict[str, Any], *, leave_out: str | tuple[str | None, ...] | None = None) -> str:
+    """A sweep point as text, optionally without the axis (or axes) ``leave_out`` (the
+    x-axis of a figure, the columns of a table, the axis that splits panels); "all"
+    when nothing is left."""
+    skip = set(leave_out) if isinstance(leave_out, tuple) else {leave_out}
+    parts = [assignment_text(k, v) for k, v in point.items() if k not in skip]
     return "; ".join(parts) if parts else ("base scenario" if not point else "all")

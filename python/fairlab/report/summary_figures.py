@@ -10,6 +10,7 @@ has two or more runs, and only then.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +74,21 @@ def choose_axis(sweep: dict[str, list[Any]]) -> Axis:
         key = next(iter(sweep))
         return Axis(key, key, sweep[key])
     return Axis(None, "", [None])
+
+
+def panel_title(ax: Axes, text: str, width: int = 48) -> None:
+    """A panel title wrapped at its "; " and ", " separators so neighbours never overlap."""
+    if not text or text == "all":
+        return
+    lines, cur = [], ""
+    for part in re.split(r"(?<=[;,]) ", text):
+        if cur and len(cur) + 1 + len(part) > width:
+            lines.append(cur)
+            cur = part
+        else:
+            cur = f"{cur} {part}" if cur else part
+    lines.append(cur)
+    ax.set_title("\n".join(lines), fontsize=8)
 
 
 def _key(v: Any) -> str:
@@ -139,63 +155,111 @@ def _panels(n_series: int) -> tuple[Figure, list[Axes], int]:
     return fig, flat[:n_series], ncols
 
 
+@dataclass
+class Panel:
+    """One axis of a small-multiples figure: its title and its series, each a label
+    and the conditions along the x-axis (column key → result)."""
+
+    title: str
+    series: list[tuple[str, dict[str, ConditionResult]]]
+
+
+def panels(results: list[ConditionResult], axis: Axis) -> list[Panel]:
+    """Series → panels. Up to SERIES_LIMIT series share one axis; beyond, one panel per
+    value of the next sweep axis (e.g. one per queue discipline, a line per traffic
+    mix), so each panel has few series whose names recur across panels; a panel still
+    holding too many is cut into chunks."""
+    def col(r: ConditionResult) -> str:
+        return _key(r.point.get(axis.key))
+
+    others = list(dict.fromkeys(k for r in results for k in r.point if k != axis.key))
+    series: dict[str, dict[str, ConditionResult]] = {}
+    for r in results:
+        series.setdefault(condition_label(r.point, leave_out=axis.key), {})[col(r)] = r
+    if len(series) <= SERIES_LIMIT or not others:
+        out = [Panel("", list(series.items()))]
+    else:
+        split = others[0]
+        by: dict[str, dict[str, dict[str, ConditionResult]]] = {}
+        for r in results:
+            title = condition_label({split: r.point[split]}) if split in r.point else ""
+            name = condition_label(r.point, leave_out=(axis.key, split))
+            by.setdefault(title, {}).setdefault(name, {})[col(r)] = r
+        out = [Panel(t, list(ss.items())) for t, ss in by.items()]
+    chunked: list[Panel] = []
+    for p in out:
+        for i in range(0, len(p.series), SERIES_LIMIT):
+            part = "" if len(p.series) <= SERIES_LIMIT else f" ({i // SERIES_LIMIT + 1})"
+            chunked.append(Panel(p.title + part, p.series[i:i + SERIES_LIMIT]))
+    return chunked
+
+
 def fig_metric_vs_axis(results: list[ConditionResult], axis: Axis, *, metric: str, ylabel: str, ylim: tuple[float, float] | None = (0.0, 1.05), percent: bool = False) -> Figure:
     """One per-condition statistic (``metric`` names a `RunStats` attribute of
     `ConditionResult`: jain_mean_jt, jain_of_means, utilisation) against the axis.
-    Numeric axis: one line per series (small multiples beyond SERIES_LIMIT series);
-    categorical: grouped bars."""
+    Numeric axis: a line per series; categorical: grouped bars. More than
+    SERIES_LIMIT series: small multiples (`panels`) with one shared legend."""
     g = grid(results, axis)
     scale = 0.01 if percent else 1.0
-    many = len(g.series) > SERIES_LIMIT
+    ps = panels(results, axis)
+    names = list(dict.fromkeys(n for p in ps for n, _ in p.series))
+    style_of = {n: series_style(i) for i, n in enumerate(names)}  # one colour per series in every panel
+    longest = max((len(n) for n in names), default=0)
     with fairlab_style():
-        if g.ticks is None and not many:
-            fig = Figure(figsize=(6.4, 3.6), layout="constrained")
-            axes, per_panel = [fig.add_subplot()], [g.series]
-        elif g.ticks is not None and len(g.series) <= SERIES_LIMIT:
-            fig = Figure(figsize=(min(9.0, max(6.4, 0.9 * len(g.cols) * max(1, len(g.series)) ** 0.5 + 2)), 3.8), layout="constrained")
-            axes, per_panel = [fig.add_subplot()], [g.series]
+        if len(ps) == 1:
+            bar_w = 0.9 * len(g.cols) * max(1, len(names)) ** 0.5 + 2 if g.ticks is not None else 0.0
+            fig = Figure(figsize=(min(9.0, max(6.4, bar_w)), 3.8), layout="constrained")
+            axes = [fig.add_subplot()]
         else:
-            fig, axes, _ = _panels(int(np.ceil(len(g.series) / SERIES_LIMIT)))
-            per_panel = [g.series[i * SERIES_LIMIT:(i + 1) * SERIES_LIMIT] for i in range(len(axes))]
-        any_err = False
-        for ax, names in zip(axes, per_panel):
-            k = len(names)
+            ncols = min(3, len(ps))
+            nrows = int(np.ceil(len(ps) / ncols))
+            fig = Figure(figsize=(3.4 * ncols + 0.6, 2.8 * nrows + 0.4 + 0.17 * len(names)), layout="constrained")
+            grid_axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
+            flat = [a for row in grid_axes for a in row]
+            for a in flat[len(ps):]:
+                a.set_visible(False)
+            axes = flat[: len(ps)]
+        for ax, p in zip(axes, ps):
+            k = len(p.series)
             width = 0.8 / max(k, 1)
-            for si, s in enumerate(names):
+            for si, (name, cells) in enumerate(p.series):
                 xx, yy, ee = [], [], []
                 for x, c in zip(g.xs, g.cols):
-                    r = g.get(s, c)
+                    r = cells.get(c)
                     stat = None if r is None else getattr(r, metric)
                     if stat is not None and stat.mean is not None:
                         xx.append(x)
                         yy.append(stat.mean / scale)
                         ee.append(_err(stat, scale))
                 yerr = None if all(e is None for e in ee) else [e or 0.0 for e in ee]
-                any_err |= yerr is not None
-                st = series_style(si)
+                st = style_of[name]
                 if g.ticks is not None:
                     pos = [x - 0.4 + width * (si + 0.5) for x in xx]
-                    bars = ax.bar(pos, yy, width * 0.92, yerr=yerr, color=st["color"], label=s, capsize=2)
-                    if k * len(g.cols) <= 24:  # value labels while they fit
+                    bars = ax.bar(pos, yy, width * 0.92, yerr=yerr, color=st["color"], label=name, capsize=2)
+                    if k * len(g.cols) <= 24 and len(ps) == 1:  # value labels while they fit
                         ax.bar_label(bars, labels=[f"{y:.0f}" if percent else f"{y:.2f}" for y in yy], fontsize=6.5, padding=1)
                 else:
-                    ax.errorbar(xx, yy, yerr=yerr, label=s, color=st["color"], marker=st["marker"], linestyle=st["linestyle"], capsize=2.5)
+                    ax.errorbar(xx, yy, yerr=yerr, label=name, color=st["color"], marker=st["marker"], linestyle=st["linestyle"], capsize=2.5)
             _apply_ticks(ax, g.ticks, g.xs)
             ax.set_xlabel(axis.title or "condition")
+            panel_title(ax, p.title)
             if percent:
                 ax.set_ylim(0, 105)
+                ax.axhline(80, color="#D55E00", linestyle=":", linewidth=0.8)
             elif ylim is not None:
                 ax.set_ylim(*ylim)
-            if names != ["all"]:
-                if len(axes) == 1:
-                    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5)
-                else:
-                    ax.legend(loc="lower left", fontsize=6.5)
         axes[0].set_ylabel(ylabel)
-        if percent:
+        if names != ["all"]:
+            handles, labels = [], []
             for ax in axes:
-                ax.axhline(80, color="#D55E00", linestyle=":", linewidth=0.8)
-        fig._fairlab_error_bars = any_err  # type: ignore[attr-defined]
+                for h, lab in zip(*ax.get_legend_handles_labels()):
+                    if lab not in labels:
+                        handles.append(h)
+                        labels.append(lab)
+            if len(ps) == 1 and longest <= 45:
+                axes[0].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5)
+            else:
+                fig.legend(handles, labels, loc="outside lower center", ncol=1 if longest > 40 else 2, fontsize=7.5)
     return fig
 
 
@@ -251,8 +315,7 @@ def fig_throughput_vs_axis(results: list[ConditionResult], axis: Axis) -> Figure
                 ax.fill_between(xx, lo, hi, color=COLOURS[0], alpha=0.2, linewidth=0, label="min–max over flows")
                 ax.plot(xx, med, marker="o", color=COLOURS[0], label="median flow")
                 ax.legend(fontsize=7, loc="best")
-            if s != "all":
-                ax.set_title(s, fontsize=8)
+            panel_title(ax, s)
             ax.set_xlabel(axis.title or "condition")
             _apply_ticks(ax, g.ticks, g.xs)
             rate_axis(ax)
@@ -285,8 +348,7 @@ def fig_nru_vs_axis(results: list[ConditionResult], axis: Axis) -> Figure | None
                 if um is not None:
                     ax.plot([x], [um], "v", color=COLOURS[3])
             ax.axhline(0, color="grey", linewidth=0.8)
-            if s != "all":
-                ax.set_title(s, fontsize=8)
+            panel_title(ax, s)
             ax.set_xlabel(axis.title or "condition")
             _apply_ticks(ax, g.ticks, g.xs)
             if idx % ncols == 0:

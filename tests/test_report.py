@@ -249,3 +249,27 @@ def test_labels_of_different_per_flow_assignments_differ(a, b):
     assert (condition_label(pa) == condition_label(pb)) == (pa == pb)
     ga, gb = {"pair": pa}, {"pair": pb}
     assert (condition_label(ga) == condition_label(gb)) == (pa == pb)
+
+
+def test_many_series_become_one_panel_per_value_of_the_next_axis():
+    """12 series (3 queue disciplines × 4 traffic mixes) over a buffer axis: three
+    panels, one per qdisc, each with the 4 mixes named without the qdisc."""
+    from fairlab.report.summary_figures import choose_axis, fig_metric_vs_axis, panels
+
+    sweep = {"bottleneck.buffer": ["10%bdp", "50%bdp"], "bottleneck.qdisc": ["droptail", "red", "choke"], "flows[*].cca": ["reno", "cubic", "bbr", "vegas"]}
+    results = []
+    for b in sweep["bottleneck.buffer"]:
+        for q in sweep["bottleneck.qdisc"]:
+            for c in sweep["flows[*].cca"]:
+                point = {"bottleneck.buffer": b, "bottleneck.qdisc": q, "flows[*].cca": c}
+                results.append(ConditionResult(condition=f"{b}{q}{c}", label="", point=point, runs=["k"], flows=[], jain_mean_jt=run_stats([0.5]), jain_of_means=run_stats([0.5]), jain_cv=None))
+    axis = choose_axis(sweep)
+    assert axis.key == "bottleneck.buffer"
+    ps = panels(results, axis)
+    assert [p.title for p in ps] == ["bottleneck.qdisc=droptail", "bottleneck.qdisc=red", "bottleneck.qdisc=choke"]
+    assert [name for name, _ in ps[0].series] == ["flows[*].cca=reno", "flows[*].cca=cubic", "flows[*].cca=bbr", "flows[*].cca=vegas"]
+    assert all(len(cells) == 2 for p in ps for _, cells in p.series)  # both buffer values in every series
+    fig = fig_metric_vs_axis(results, axis, metric="jain_mean_jt", ylabel="mean of J(t)")
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(visible) == 3 and all(len(ax.lines) >= 4 for ax in visible)
+    assert len(fig.legends) == 1 and len(fig.legends[0].get_texts()) == 4  # one shared legend

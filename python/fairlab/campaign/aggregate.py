@@ -155,6 +155,9 @@ def backend_of(trace: Trace) -> str:
         em = (m.get("emulation") or {}).get("path", "?")
         tools = ", ".join(f"{k} {v}" for k, v in (m.get("tool_versions") or {}).items() if v and k != "pyroute2")
         return f"live ({em} path), Linux {m.get('kernel', '?')}" + (f", {tools}" if tools else "")
+    if m.get("backend") == "vm":
+        qemu = (m.get("vm") or {}).get("qemu")
+        return f"vm, Linux {m.get('kernel', '?')} in QEMU" + (f" {qemu}" if qemu else "") + (f", {m['tool']}" if m.get("tool") else "")
     # A simulator run's content address includes the engine build's fingerprint, so
     # every run `aggregate` finds was made by the engine build loaded now.
     from .plan import _engine

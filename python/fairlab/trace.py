@@ -276,6 +276,12 @@ class Trace:
         )
 
 
+    def _repr_html_(self) -> str:
+        from .report.notebook import trace_html
+
+        return trace_html(self)
+
+
 def _ipc_encode(df: pd.DataFrame) -> bytes:
     sink = io.BytesIO()
     table = pa.Table.from_pandas(df, preserve_index=False)

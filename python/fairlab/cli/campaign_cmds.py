@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from ..campaign.paths import slug
 from ..campaign.plan import expand
 from ..campaign.store import Store, StoreError
 from .common import console, err_console
@@ -75,7 +76,7 @@ def reproduce(
         doc, live_notes = live_document(name, doc)
         notes += live_notes
     campaign = expand(doc, source=f"preset {name}", backend=backend)
-    out_dir = out or Path("out") / doc["name"]
+    out_dir = out or Path("out") / slug(doc["name"])
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "notes.txt").write_text("\n".join(notes) + ("\n" if notes else ""))
     console.print(f"[bold]{preset.title}[/] — {len(campaign.tasks)} runs into {out_dir}")

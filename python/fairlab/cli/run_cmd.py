@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.markup import escape
 
 from ..analysis import analyze
+from ..campaign.paths import inside, slug
 from ..campaign.plan import load_campaign
 from ..runner import run_scenario
 from ..scenario import Scenario
@@ -39,7 +40,7 @@ def run(
 
         raise AnalysisError(f"--backend {backend!r} is not known; allowed: sim, live")
     campaign = _campaign(doc, scenario, backend)
-    out_dir = out or Path("out") / campaign.name
+    out_dir = out or Path("out") / slug(campaign.name)
     if len(campaign.tasks) == 1 and not doc.get("sweep"):
         _single(campaign.tasks[0].model(), campaign.tasks[0].seed, backend, out_dir, as_json, source=scenario)
     else:
@@ -81,7 +82,8 @@ def _single(model: Scenario, seed: int, backend: str, out_dir: Path, as_json: bo
         if progress is not None:
             progress.stop()
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = trace.to_parquet(out_dir / f"{model.name}.parquet")
+    # The scenario's name may hold "/", ".." or NUL; only its slug becomes a path.
+    path = trace.to_parquet(inside(out_dir, f"{slug(model.name)}.parquet"))
     window = None if model.window is None else (model.window[0] / 1e9, model.window[1] / 1e9)
     result = analyze(trace, window=window)
     if as_json:

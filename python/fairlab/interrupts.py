@@ -19,6 +19,10 @@ from typing import Any
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
 
+# A signal that arrives inside `critical()` waits here until the block ends.
+_critical_depth = 0
+_pending: int | None = None
+
 
 class Interrupted(KeyboardInterrupt):
     """Raised in the main thread when SIGINT or SIGTERM arrives."""
@@ -54,6 +58,10 @@ def raising_on_signals() -> Iterator[None]:
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             return
+        global _pending
+        if _critical_depth:
+            _pending = signum
+            return
         raise Interrupted(signum)
 
     old = {s: signal.getsignal(s) for s in HANDLED}
@@ -81,3 +89,19 @@ def signals_ignored() -> Iterator[None]:
     finally:
         for s, h in old.items():
             signal.signal(s, h if h is not None else signal.SIG_DFL)
+
+
+@contextmanager
+def critical() -> Iterator[None]:
+    """A short block a signal must not cut in two (renaming a finished run into
+    place, recording it): a SIGINT/SIGTERM that arrives inside is raised when the
+    block ends, not lost."""
+    global _critical_depth, _pending
+    _critical_depth += 1
+    try:
+        yield
+    finally:
+        _critical_depth -= 1
+        if _critical_depth == 0 and _pending is not None:
+            signum, _pending = _pending, None
+            raise Interrupted(signum)

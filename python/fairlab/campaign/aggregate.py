@@ -61,6 +61,8 @@ class ConditionResult:
     harm_mean: RunStats | None = None
     harm_per_flow: list[RunStats] = field(default_factory=list)
     missing_runs: int = 0
+    #: run key -> that run's own numbers (the catalog's per-run NRU and harm columns)
+    per_run: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _mean_of_flows(trace: Trace) -> list[float]:
@@ -87,15 +89,16 @@ def _entry_of_expanded(model: Scenario) -> list[int]:
     return out
 
 
-def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionResult]:
-    """Per-condition results for every main condition of the campaign in ``store``."""
+def aggregate(store: Store, campaign: Campaign | None = None, *, cache: dict[str, Trace] | None = None) -> list[ConditionResult]:
+    """Per-condition results for every main condition of the campaign in ``store``
+    (``cache``: run key -> Trace, shared with a caller that reads the runs too)."""
     camp = campaign or campaign_of(store)
     done = store.done_keys()
     tasks_by_cond: dict[str, list] = {}
     for t in camp.tasks:
         tasks_by_cond.setdefault(t.condition, []).append(t)
 
-    cache: dict[str, Trace] = {}
+    cache = {} if cache is None else cache
 
     def load(key: str) -> Trace:
         if key not in cache:
@@ -110,7 +113,8 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionR
         tasks = sorted(tasks_by_cond[cond], key=lambda t: t.run_index)
         model = tasks[0].model()
         window = _window_s(model)
-        traces = [load(t.key) for t in tasks if t.key in done]
+        done_tasks = [t for t in tasks if t.key in done]
+        traces = [load(t.key) for t in done_tasks]
         missing = len(tasks) - len(traces)
         links = camp.links.get(cond, {"calibration": {}, "solo": {}})
         labels = [lbl for lbl, _ in model.expanded_flows()]
@@ -147,7 +151,8 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionR
         harm_flow: list[list[float | None]] = [[] for _ in labels]
         n_conv = 0
         epoch = None if model.analysis.epoch is None else model.analysis.epoch / 1e9
-        for tr in traces:
+        per_run: dict[str, dict[str, Any]] = {}
+        for task, tr in zip(done_tasks, traces):
             a = analyze(
                 tr,
                 window=window,
@@ -177,6 +182,25 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionR
                 harm_mean.append(a.harm.mean)
                 for i, h in enumerate(a.harm.per_flow):
                     harm_flow[i].append(h)
+            per_run[task.key] = {
+                "jain_mean_jt": a.jain.mean_jt,
+                "jain_of_means": a.jain.of_means,
+                "nru_u_plus": a.nru.u_plus if a.nru else None,
+                "nru_u_minus": a.nru.u_minus if a.nru else None,
+                "nru_u_mean": a.nru.u_mean if a.nru else None,
+                "nru_s_system": a.nru.s_system if a.nru else None,
+                "nru_case": a.nru.case if a.nru else None,
+                "nru_t_convergence_s": a.nru.t_convergence if a.nru and epoch is not None else None,
+                "harm_mean": a.harm.mean if a.harm else None,
+                "flows": [
+                    {
+                        "expected_bps": a.expected_bps[i] if a.expected_bps else None,
+                        "nru_u_db": a.nru.flows[i].u if a.nru else None,
+                        "harm": a.harm.per_flow[i] if a.harm else None,
+                    }
+                    for i in range(len(a.flows))
+                ],
+            }
         jt_stats = run_stats(jt)
         cv = None
         if jt_stats.mean and jt_stats.std is not None:
@@ -192,6 +216,7 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionR
             jain_cv=cv,
             expected_bps=res_expected,
             missing_runs=missing,
+            per_run=per_run,
         )
         if up and traces:
             res.nru_u_plus, res.nru_u_minus = run_stats(up), run_stats(um)

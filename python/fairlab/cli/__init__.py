@@ -63,6 +63,8 @@ def main() -> None:
     except USER_ERRORS as exc:
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(2)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        from ..interrupts import exit_code
+
         err_console.print("interrupted")
-        sys.exit(130)
+        sys.exit(exit_code(exc))  # 130 for SIGINT, 143 for SIGTERM

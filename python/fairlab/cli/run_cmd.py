@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import time
 from pathlib import Path
 from typing import Optional
@@ -128,9 +129,13 @@ def run_campaign_with_progress(campaign, out_dir: Path, *, workers: int | None, 
     )
     for f in store.failures():
         console.print(f"[red]failed[/] {escape(f['label'])} run {f['run_index']}: {escape(f['reason'].splitlines()[0])}")
+    for key, reason in report.quarantined:
+        console.print(f"[yellow]damaged run[/] {key}: {escape(reason)}; moved to {escape(str(out_dir / 'quarantine'))}/ and recomputed")
     if report.interrupted:
-        console.print("[yellow]interrupted[/]: finished runs are kept; run the same command again to resume")
-        raise typer.Exit(130)
+        # 128 + the signal, as a shell reports a process a signal stopped (130 SIGINT, 143 SIGTERM)
+        name = signal.Signals(report.signal or signal.SIGINT).name
+        console.print(f"[yellow]interrupted[/] ({name}): finished runs are kept; run the same command again to resume")
+        raise typer.Exit(128 + (report.signal or signal.SIGINT))
     console.print(f"results in [bold]{out_dir}[/] — `fairlab report {out_dir}` writes tables and figures, `fairlab query {out_dir} \"SQL\"` queries them")
     return report
 

@@ -420,7 +420,7 @@ def write_report(root: str | Path, *, notes: list[str] | None = None, max_exampl
     camp = campaign_of(store)
     results = aggregate(store, camp)
     if not results or all(not r.runs for r in results):
-        stored = len(list(store.runs_dir.glob("*.parquet")))
+        stored = len(store.done_keys())
         other = (
             f" {stored} stored run(s) were made by another engine build, fairlab version or scenario, so they have other content addresses;"
             if stored

@@ -26,7 +26,7 @@ import pandas as pd
 
 from ..scenario import Scenario
 from ..trace import BOTTLENECK_COLUMNS, FLOW_COLUMNS, SAMPLE_COLUMNS, Trace
-from .plan import canonical_json, is_grouped_axis
+from .plan import apply_point, canonical_json, is_grouped_axis
 from .store import TABLES, Store, StoreError
 
 DERIVED = ("runs", "summaries", "conditions")
@@ -145,6 +145,7 @@ def derive(store: Store) -> dict[str, pd.DataFrame]:
     tasks = {t.key: t for t in camp.tasks}
     runs, summaries = [], []
     util_by_key: dict[str, float | None] = {}
+    point_models: dict[str, dict[str, Any]] = {}
     setup_by_cond: dict[str, dict[str, Any]] = {}
     for key in sorted(store.done_keys()):
         tr = cache[key] if key in cache else store.load(key)
@@ -171,7 +172,14 @@ def derive(store: Store) -> dict[str, pd.DataFrame]:
             model = Scenario.from_dict(task["scenario"])
             resolved = model.resolve(seed=task.get("seed"))
             setup = setup_columns(model, resolved)
-            extra = {**setup, **sweep_columns(task.get("point", {}), model, resolved)}
+            # Sweep columns describe the condition the run belongs to: a calibration
+            # or solo run carries the values of the main condition it serves.
+            point = task.get("point", {})
+            pkey = canonical_json(point)
+            if pkey not in point_models:
+                main = Scenario.from_dict(apply_point(camp.base, point, source=str(store.root)))
+                point_models[pkey] = sweep_columns(point, main, main.resolve(seed=task.get("seed")))
+            extra = {**setup, **point_models[pkey]}
             win = (setup["window_start_s"], setup["window_end_s"]) if model.window is not None else (0.0, setup["duration_s"])
             util = utilisation(tr, setup["rate_bps"], win)
             setup_by_cond.setdefault(task.get("condition"), extra)
@@ -187,8 +195,9 @@ def derive(store: Store) -> dict[str, pd.DataFrame]:
         rtt_by_flow = dict(zip(tr.flows["flow"].astype(int), tr.flows["rtt_s"].astype(float)))
         flows = summ.get("flows", [])
         total = sum(f["mean_bps"] or 0.0 for f in flows)
+        per_flow = pr.get("flows") or []
         for i, fl in enumerate(flows):
-            pf = (pr.get("flows") or [{}] * len(flows))[i] if i < len(pr.get("flows") or []) else {}
+            pf = per_flow[i] if i < len(per_flow) else {}
             rtt = rtt_by_flow.get(int(fl["flow"]))
             summaries.append({
                 "run_key": key, "flow": fl["flow"], "label": fl["label"], "cca": fl.get("cca"),

@@ -21,9 +21,21 @@ def report(
     """Write report.md, a self-contained report.html and PNG/SVG figures for a campaign."""
     from ..report.campaign_report import write_report
 
+    _repair(directory)
     notes = _stored_notes(directory)
     out = write_report(directory, notes=notes)
     console.print(f"wrote [bold]{out['markdown']}[/], [bold]{out['html']}[/] and figures in {out['figures']}")
+
+
+def _repair(directory: Path) -> None:
+    """Verify the store before reading it (unless a campaign is writing it): a run
+    that fails its checksums or key is moved to quarantine/ and said so."""
+    store = Store(directory)
+    store.manifest()
+    if store.try_exclusive():
+        for key, reason in store.repair():
+            err_console.print(f"[yellow]damaged run[/] {key}: {escape(reason)}; moved to {escape(str(store.quarantine_dir))}/ "
+                              "(run the campaign again to recompute it)")
 
 
 def _stored_notes(directory: Path) -> list[str]:
@@ -33,13 +45,12 @@ def _stored_notes(directory: Path) -> list[str]:
 
 def query(
     directory: Path = typer.Argument(..., help="a campaign directory"),
-    sql: str = typer.Argument(..., help='SQL over the tables runs, flows, samples, bottleneck, summaries, e.g. "SELECT label, avg(jain_mean_jt) FROM runs GROUP BY label"'),
+    sql: str = typer.Argument(..., help='SQL over the tables runs, summaries, conditions, samples, flows, bottleneck (docs/campaigns.md), e.g. "SELECT rtt_ms, avg(jain_mean_jt) FROM runs GROUP BY rtt_ms"'),
     csv: bool = typer.Option(False, "--csv", help="print CSV instead of a table"),
 ) -> None:
     """Run SQL against a campaign's DuckDB catalog."""
-    store = Store(directory)
-    store.manifest()
-    df = store.query(sql)
+    _repair(directory)
+    df = Store(directory).query(sql)
     if csv:
         print(df.to_csv(index=False), end="")
         return

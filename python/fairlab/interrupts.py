@@ -22,6 +22,14 @@ HANDLED = (signal.SIGINT, signal.SIGTERM)
 # A signal that arrives inside `critical()` waits here until the block ends.
 _critical_depth = 0
 _pending: int | None = None
+# The last signal turned into `Interrupted` (typer reports any KeyboardInterrupt as
+# exit 130; the command line asks this to tell SIGTERM apart).
+_last: int | None = None
+
+
+def last_signal() -> int | None:
+    """The last SIGINT/SIGTERM `raising_on_signals` turned into `Interrupted`."""
+    return _last
 
 
 class Interrupted(KeyboardInterrupt):
@@ -58,7 +66,8 @@ def raising_on_signals() -> Iterator[None]:
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             return
-        global _pending
+        global _pending, _last
+        _last = signum
         if _critical_depth:
             _pending = signum
             return

@@ -304,6 +304,7 @@ class Store:
         """Write one finished run (the files of `encode_run`) atomically: into
         ``tmp/``, then one rename into ``runs/``."""
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.tmp_dir / f"{key}.{os.getpid()}"
         final = self.run_dir(key)
         try:

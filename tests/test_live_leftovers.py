@@ -109,7 +109,7 @@ def leftovers(rid: str) -> dict[str, list[str]]:
     return {
         "namespaces": [n for n in namespaces() if n.startswith(rid + "-")],
         "processes": pgrep(rid),
-        "pid files": glob.glob(os.path.join(ACTIVE_DIR, f"{rid}.pid")),
+        "pid files": glob.glob(os.path.join(ACTIVE_DIR, f"{rid}.pid")) + glob.glob(os.path.join(ACTIVE_DIR, f"{rid}.start")),
         "temp dirs": glob.glob(os.path.join(tempfile.gettempdir(), f"fairlab-live-{rid}-*")),
     }
 

@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from cli_helpers import fairlab
@@ -238,3 +239,40 @@ def test_readers_work_while_a_campaign_holds_the_lock(clean, tmp_path):
         holder.kill()
         holder.wait()
     assert os.path.exists(store.lock_path)
+
+
+def test_a_run_whose_files_agree_but_hold_another_scenario_is_caught(clean, tmp_path):
+    """Consistent checksums are not enough: run.json edited to another seed, with
+    SHA256SUMS recomputed to match, no longer holds the run its key was computed from."""
+    store = copy_of(clean, tmp_path)
+    key = sorted(store.done_keys())[0]
+    d = store.run_dir(key)
+    doc = json.loads((d / "run.json").read_text())
+    doc["meta"]["task"]["seed"] += 1
+    (d / "run.json").write_text(json.dumps(doc))
+    subprocess.run(["sh", "-c", "sha256sum bottleneck.parquet flows.parquet run.json samples.parquet > SHA256SUMS"], cwd=d, check=True)
+    assert store.verify(key) is None  # whole and self-consistent ...
+    rep = run_campaign(expand(TINY), store, workers=1)
+    assert [k for k, _ in rep.quarantined] == [key] and "another scenario or seed" in rep.quarantined[0][1]
+    assert data_digests(store.root) == data_digests(clean)
+
+
+def test_a_single_run_on_a_full_disk_is_one_sentence_and_leaves_no_temp_file(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from fairlab.trace import TraceError
+
+    def full(table, where, *a, **kw):
+        Path(where).write_bytes(b"PAR1 half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pq, "write_table", full)
+    from fairlab.trace import Trace
+
+    tr = Trace.from_frames(
+        pd.DataFrame({"run": [0], "flow": [0], "t": [1.0], "throughput_bps": [1e6]}),
+        pd.DataFrame({"flow": [0], "label": ["a"]}),
+    )
+    with pytest.raises(TraceError, match=r"cannot write the trace \(No space left on device\)"):
+        tr.to_parquet(tmp_path / "x.parquet")
+    assert list(tmp_path.iterdir()) == []

@@ -37,8 +37,8 @@ def simulate(scenario, *, seed=None, progress=None):  # type: ignore[no-untyped-
 
 
 def open_campaign(directory):  # type: ignore[no-untyped-def]
-    """A campaign directory's catalog as pandas frames (runs, flows, samples,
-    bottleneck, summaries)."""
+    """A campaign directory's catalog as pandas frames (runs, summaries, conditions,
+    samples, flows, bottleneck; docs/campaigns.md lists the columns)."""
     from .campaign.store import open_campaign as _open
 
     return _open(directory)

@@ -254,8 +254,13 @@ class Trace:
         reader never sees half a file."""
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
-        pq.write_table(self._arrow_table(), tmp)
-        tmp.replace(path)
+        try:
+            pq.write_table(self._arrow_table(), tmp)
+            tmp.replace(path)
+        except OSError as exc:
+            # A full disk or a read-only directory: no half-written file, one sentence.
+            tmp.unlink(missing_ok=True)
+            raise TraceError(f"{path}: cannot write the trace ({exc.strerror or exc}); free space or choose another --out") from None
         return path
 
     def to_parquet_bytes(self) -> bytes:

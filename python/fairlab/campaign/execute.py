@@ -156,7 +156,7 @@ def run_campaign(
 def _run_locked(campaign: Campaign, store: Store, *, workers: int | None, dask: str | None,
                 progress: ProgressFn | None) -> RunReport:
     store.init(campaign)
-    quarantined = store.repair()
+    quarantined = store.repair({t.key: t for t in campaign.tasks})
     if workers is None and dask is None and campaign.backend == "live":
         # Live runs share the machine's real network stack and CPUs: running two at
         # once would make each measure the other. One at a time unless asked.

@@ -234,15 +234,17 @@ class Store:
             raise
 
     # ------------------------------------------------------------------ repair
-    def repair(self) -> list[tuple[str, str]]:
+    def repair(self, planned: dict[str, Task] | None = None) -> list[tuple[str, str]]:
         """Under the lock: empty ``tmp/``, convert format-1 run files, and move every
-        run that fails verification to ``quarantine/``. Returns (key, reason) of
-        what was moved (also kept in ``self.quarantined``)."""
+        run that fails verification to ``quarantine/``. With ``planned`` (key ->
+        task of the campaign), a run must also hold the scenario, seed and backend its
+        key was computed from. Returns (key, reason) of what was moved (also kept in
+        ``self.quarantined``)."""
         with self.exclusive():
             self._remove_stale_temp_files()
             self._convert_format_1()
             for key in sorted(self.done_keys()):
-                reason = self.verify(key)
+                reason = self.verify(key, planned.get(key) if planned else None)
                 if reason is not None:
                     self.quarantine(key, reason)
         return list(self.quarantined)
@@ -374,11 +376,18 @@ class Store:
             return None, f"the files are run {doc.get('key')!r}, not {key!r} (a run directory was renamed or swapped)"
         return files, None
 
-    def verify(self, key: str) -> str | None:
-        """None when run ``key`` is whole and is that run; else the reason."""
+    def verify(self, key: str, task: Task | None = None) -> str | None:
+        """None when run ``key`` is whole and is that run (and, given the planned
+        ``task``, ran that task's scenario and seed); else the reason."""
         if (self.runs_dir / f"{key}.parquet").exists():
             return None  # format 1: no checksums to check; converted by `repair`
-        return self._read_verified(key)[1]
+        files, reason = self._read_verified(key)
+        if files is None or task is None:
+            return reason
+        stored = json.loads(files[RUN_JSON])["meta"].get("task") or {}
+        if canonical_json([stored.get("scenario"), stored.get("seed")]) != canonical_json([task.scenario, task.seed]):
+            return "its run.json holds another scenario or seed than the run its key names (edited or replaced)"
+        return None
 
     def load(self, key: str) -> Trace:
         """Read run ``key``, verifying its checksums and key first."""

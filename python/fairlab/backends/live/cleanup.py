@@ -64,18 +64,24 @@ def _start_time(pid: int) -> str | None:
 
 
 def mark_active(run_id: str) -> None:
-    """Record that this process is running ``run_id`` (pid and start time)."""
+    """Record that this process is running ``run_id``: ``<run id>.pid`` holds the pid
+    alone (as every fairlab version reads it) and ``<run id>.start`` its start time."""
     os.makedirs(ACTIVE_DIR, exist_ok=True)
     pid = os.getpid()
+    start = _start_time(pid)
+    if start is not None:
+        with open(os.path.join(ACTIVE_DIR, f"{run_id}.start"), "w", encoding="ascii") as f:
+            f.write(start)
     with open(os.path.join(ACTIVE_DIR, f"{run_id}.pid"), "w", encoding="ascii") as f:
-        f.write(f"{pid} {_start_time(pid) or ''}".strip())
+        f.write(str(pid))
 
 
 def unmark_active(run_id: str) -> None:
-    try:
-        os.unlink(os.path.join(ACTIVE_DIR, f"{run_id}.pid"))
-    except FileNotFoundError:
-        pass
+    for suffix in (".pid", ".start"):
+        try:
+            os.unlink(os.path.join(ACTIVE_DIR, run_id + suffix))
+        except FileNotFoundError:
+            pass
 
 
 def _pid_files() -> dict[str, str]:
@@ -95,14 +101,17 @@ def _pid_files() -> dict[str, str]:
 def _announcer_alive(path: str) -> bool:
     try:
         with open(path, encoding="ascii") as f:
-            parts = f.read().split()
-        pid = int(parts[0])
-    except (OSError, ValueError, IndexError):
+            pid = int(f.read().strip())
+    except (OSError, ValueError):
         return False
     if not _alive(pid):
         return False
-    # A pid file with a start time (this version) must match it: the pid may be reused.
-    return len(parts) < 2 or _start_time(pid) == parts[1]
+    # With a recorded start time the process must match it: the pid may be reused.
+    try:
+        with open(path[: -len(".pid")] + ".start", encoding="ascii") as f:
+            return _start_time(pid) == f.read().strip()
+    except OSError:
+        return True
 
 
 def active_runs() -> list[str]:
@@ -251,10 +260,7 @@ def cleanup(run_id: str | None = None, *, dry_run: bool = False, grace: float = 
     if dry_run:
         return rep
     for p in rep.pid_files:
-        try:
-            os.unlink(p)
-        except FileNotFoundError:
-            pass
+        unmark_active(os.path.basename(p)[: -len(".pid")])
     _kill([pid for pid, _ in rep.processes], grace, rep)
     for n in rep.namespaces:
         try:

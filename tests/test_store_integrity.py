@@ -276,3 +276,22 @@ def test_a_single_run_on_a_full_disk_is_one_sentence_and_leaves_no_temp_file(tmp
     with pytest.raises(TraceError, match=r"cannot write the trace \(No space left on device\)"):
         tr.to_parquet(tmp_path / "x.parquet")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_read_only_store_is_still_queried_and_a_writer_is_told(clean, tmp_path, monkeypatch):
+    """A store on a read-only medium (an archive, another user's results): readers
+    read it without the lock; a writer gets one sentence. (Tests run as root, for
+    whom permissions do not stop a write, so the lock file's open fails by hand.)"""
+    store = copy_of(clean, tmp_path)
+    real_open = os.open
+
+    def read_only(path, flags, *a):
+        if str(path).endswith(".lock"):
+            raise PermissionError(errno.EROFS, "Read-only file system")
+        return real_open(path, flags, *a)
+
+    monkeypatch.setattr(store_mod.os, "open", read_only)
+    df = store.query("SELECT count(*) AS n FROM runs")
+    assert int(df["n"][0]) == 4
+    with pytest.raises(store_mod.StoreReadOnly, match="cannot be written \\(Read-only file system\\)"):
+        run_campaign(expand(TINY), store, workers=1)

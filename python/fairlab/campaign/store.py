@@ -69,6 +69,10 @@ class StoreBusy(StoreError):
     """Another process is writing the store."""
 
 
+class StoreReadOnly(StoreError):
+    """The store's directory cannot be written (readers still read it)."""
+
+
 class DiskFull(StoreError):
     """A write failed for lack of space (ENOSPC/EDQUOT)."""
 
@@ -164,8 +168,12 @@ class Store:
             finally:
                 _HELD[key][1] -= 1
             return
-        self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StoreReadOnly(f"{self.root} cannot be written ({exc.strerror or exc}); run the campaign into a "
+                                "directory you can write (--out)") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -188,7 +196,7 @@ class Store:
         try:
             with self.exclusive():
                 return True
-        except StoreBusy:
+        except (StoreBusy, StoreReadOnly):
             return False
 
     # ------------------------------------------------------------------ set-up

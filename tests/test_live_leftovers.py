@@ -203,3 +203,34 @@ def test_live_cleanup_removes_all_four_kinds_of_leftover(runnable, tmp_path):
     assert f"removed pid file {before['pid files'][0]}" in text
     assert f"removed temporary directory {before['temp dirs'][0]}" in text
     assert_nothing_left(rid)
+
+
+def test_sigkill_of_a_live_campaign_lets_its_workers_clean_up(runnable, tmp_path):
+    """A live campaign's pool workers get SIGTERM when the parent dies (even by
+    SIGKILL), and a worker in the middle of a live run stops its processes and removes
+    its namespaces before it ends — nothing waits for the next run's sweep."""
+    spec = tmp_path / "c.toml"
+    spec.write_text(SPEC.format(duration="20s").replace('name = "leftovers"', 'name = "leftovers"\nruns = 2'))
+    proc = subprocess.Popen([sys.executable, "-c", "from fairlab.cli import main; main()", "run", str(spec), "--backend", "live",
+                             "--workers", "2", "--out", str(tmp_path / "c")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        rids: list[str] = []
+        while time.monotonic() < deadline:
+            workers = [int(c) for t in os.listdir(f"/proc/{proc.pid}/task")
+                       for c in Path(f"/proc/{proc.pid}/task/{t}/children").read_text().split()]
+            rids = [r for w in workers for r in runs_of(w) if f"{r}-s0" in namespaces()]
+            if len(rids) == 2 and all(any(" -c " in ln for ln in pgrep(r)) for r in rids):
+                break
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        assert len(rids) == 2, "both workers should be running a live run"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(v for r in rids for v in leftovers(r).values()):
+        time.sleep(0.2)
+    for r in rids:
+        assert_nothing_left(r)

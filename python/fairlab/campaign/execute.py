@@ -9,8 +9,9 @@ results are bit-identical whichever executor ran them.
 Stopping: SIGINT and SIGTERM alike stop submitting, end the workers and return with
 ``interrupted`` set to the signal (finished runs are kept; the next call resumes).
 Pool workers die with the parent even when it is killed with SIGKILL: each asks the
-kernel for SIGKILL on its parent's death (Linux ``prctl(PR_SET_PDEATHSIG)``) and also
-watches its parent id, so no worker is left running with parent 1.
+kernel for SIGTERM on its parent's death (Linux ``prctl(PR_SET_PDEATHSIG)``; the
+backend of a running task cleans up on it) and also watches its parent id, so no
+worker is left running with parent 1.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ PR_SET_PDEATHSIG = 1
 #: How often a worker checks that its parent is still alive (the fallback where
 #: PR_SET_PDEATHSIG does not exist).
 PARENT_POLL_S = 1.0
+#: Seconds an orphaned worker's backend gets to clean up before the worker exits.
+ORPHAN_GRACE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -92,11 +95,16 @@ def _worker_init(parent_pid: int) -> None:
 
 
 def die_with_parent(parent_pid: int) -> None:
-    """Make this process end when ``parent_pid`` does, even by SIGKILL."""
+    """Make this process end when ``parent_pid`` does, even by SIGKILL.
+
+    The kernel sends SIGTERM, not SIGKILL, on the parent's death: a worker between
+    tasks or running the simulator has SIGTERM's default action and ends at once,
+    while a worker running a live or vm task has that backend's handler, which stops
+    its processes and removes its namespaces or QEMU first."""
     if sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
         except (OSError, AttributeError):
             pass
     # The parent may have died before prctl took effect: we were re-parented already.
@@ -104,10 +112,13 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
     def watch() -> None:
-        while True:
+        # Where PR_SET_PDEATHSIG does not exist (or was lost): the same SIGTERM, and
+        # SIGKILL's equivalent if clean-up has not ended it within the grace period.
+        while os.getppid() == parent_pid:
             time.sleep(PARENT_POLL_S)
-            if os.getppid() != parent_pid:
-                os._exit(1)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(ORPHAN_GRACE_S)
+        os._exit(1)
 
     threading.Thread(target=watch, name="fairlab-parent-watch", daemon=True).start()
 

@@ -79,11 +79,12 @@ def simulate(
 
 def open_campaign(directory: str | os.PathLike[str]) -> dict[str, pd.DataFrame]:
     """A campaign directory's catalog as pandas frames keyed by table name: runs,
-    flows, samples, bottleneck, summaries (join on ``run_key``).
+    summaries, conditions, samples, flows, bottleneck (join on ``run_key``;
+    docs/campaigns.md lists the columns).
 
     >>> import fairlab
     >>> frames = fairlab.open_campaign("out/bhatti2008-dccp-quick")  # doctest: +SKIP
-    >>> frames["runs"].groupby("label")["jain_mean_jt"].mean()      # doctest: +SKIP
+    >>> frames["runs"].groupby("rtt_ms")["jain_mean_jt"].mean()      # doctest: +SKIP
     """
     from .campaign.store import open_campaign as _open
 

@@ -77,6 +77,8 @@ class ConditionResult:
     utilisation: RunStats | None = None
     #: per run: engine / kernel facts of the backend that made it (see `backend_of`)
     backend_versions: list[str] = field(default_factory=list)
+    #: run key -> that run's own numbers (the catalog's per-run NRU and harm columns)
+    per_run: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def rate_bps(self) -> float | None:
@@ -190,15 +192,16 @@ def _entry_of_expanded(model: Scenario) -> list[int]:
     return out
 
 
-def aggregate(store: Store, campaign: Campaign | None = None) -> CampaignResults:
-    """Per-condition results for every main condition of the campaign in ``store``."""
+def aggregate(store: Store, campaign: Campaign | None = None, *, cache: dict[str, Trace] | None = None) -> CampaignResults:
+    """Per-condition results for every main condition of the campaign in ``store``
+    (``cache``: run key -> Trace, shared with a caller that reads the runs too)."""
     camp = campaign or campaign_of(store)
     done = store.done_keys()
     tasks_by_cond: dict[str, list] = {}
     for t in camp.tasks:
         tasks_by_cond.setdefault(t.condition, []).append(t)
 
-    cache: dict[str, Trace] = {}
+    cache = {} if cache is None else cache
 
     def load(key: str) -> Trace:
         if key not in cache:
@@ -213,7 +216,8 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> CampaignResults
         tasks = sorted(tasks_by_cond[cond], key=lambda t: t.run_index)
         model = tasks[0].model()
         window = _window_s(model)
-        traces = [load(t.key) for t in tasks if t.key in done]
+        done_tasks = [t for t in tasks if t.key in done]
+        traces = [load(t.key) for t in done_tasks]
         missing = len(tasks) - len(traces)
         links = camp.links.get(cond, {"calibration": {}, "solo": {}})
         labels = [lbl for lbl, _ in model.expanded_flows()]
@@ -252,7 +256,8 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> CampaignResults
         harm_flow: list[list[float | None]] = [[] for _ in labels]
         n_conv = 0
         epoch = None if model.analysis.epoch is None else model.analysis.epoch / 1e9
-        for tr in traces:
+        per_run: dict[str, dict[str, Any]] = {}
+        for task, tr in zip(done_tasks, traces):
             a = analyze(
                 tr,
                 window=window,
@@ -285,6 +290,25 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> CampaignResults
                 harm_mean.append(a.harm.mean)
                 for i, h in enumerate(a.harm.per_flow):
                     harm_flow[i].append(h)
+            per_run[task.key] = {
+                "jain_mean_jt": a.jain.mean_jt,
+                "jain_of_means": a.jain.of_means,
+                "nru_u_plus": a.nru.u_plus if a.nru else None,
+                "nru_u_minus": a.nru.u_minus if a.nru else None,
+                "nru_u_mean": a.nru.u_mean if a.nru else None,
+                "nru_s_system": a.nru.s_system if a.nru else None,
+                "nru_case": a.nru.case if a.nru else None,
+                "nru_t_convergence_s": a.nru.t_convergence if a.nru and epoch is not None else None,
+                "harm_mean": a.harm.mean if a.harm else None,
+                "flows": [
+                    {
+                        "expected_bps": a.expected_bps[i] if a.expected_bps else None,
+                        "nru_u_db": a.nru.flows[i].u if a.nru else None,
+                        "harm": a.harm.per_flow[i] if a.harm else None,
+                    }
+                    for i in range(len(a.flows))
+                ],
+            }
         jt_stats = run_stats(jt)
         cv = None
         if jt_stats.mean and jt_stats.std is not None:
@@ -305,6 +329,7 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> CampaignResults
             utilisation_per_run=util,
             utilisation=run_stats(util) if util else None,
             backend_versions=sorted({backend_of(tr) for tr in traces}),
+            per_run=per_run,
         )
         if up and traces:
             res.nru_u_plus, res.nru_u_minus = run_stats(up), run_stats(um)

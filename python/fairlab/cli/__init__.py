@@ -59,6 +59,19 @@ def main(argv: list[str] | None = None) -> None:
     except USER_ERRORS as exc:
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(2)
-    except KeyboardInterrupt:
+    except SystemExit as exc:
+        # typer reports every KeyboardInterrupt as exit 130; a SIGTERM is 143.
+        from ..interrupts import last_signal
+
+        sig = last_signal()
+        if exc.code == 130 and sig is not None:
+            import signal
+
+            err_console.print(f"interrupted ({signal.Signals(sig).name}); everything it started was stopped")
+            sys.exit(128 + sig)
+        raise
+    except KeyboardInterrupt as exc:
+        from ..interrupts import exit_code
+
         err_console.print("interrupted")
-        sys.exit(130)
+        sys.exit(exit_code(exc))  # 130 for SIGINT, 143 for SIGTERM

@@ -259,8 +259,12 @@ def write_report(
     say("reading and analysing the runs")
     results = aggregate(store, camp)
     if not results or all(not r.runs for r in results):
-        stored = len(list(store.runs_dir.glob("*.parquet")))
-        other = f" {stored} stored run(s) were made by another engine build, fairlab version or scenario, so they have other content addresses;" if stored else ""
+        stored = len(store.done_keys())
+        other = (
+            f" {stored} stored run(s) were made by another engine build, fairlab version or scenario, so they have other content addresses;"
+            if stored
+            else ""
+        )
         raise StoreError(f"{store.root}: none of this campaign's runs has finished;{other} run the campaign (fairlab run / reproduce) to compute them")
     done = [r for r in results if r.runs]
     axis = choose_axis(camp.sweep)

@@ -258,7 +258,7 @@ def markdown(table: pd.DataFrame) -> str:
         def sd(x: float) -> str:
             return "—" if np.isnan(x) else f"{x:.3f}"
         lines.append(
-            f"| {r.cell} | {r.sim_shares} | {r.vm_shares} | {r.sim_j:.3f} ({sd(r.sim_j_sd)}) | {r.vm_j:.3f} ({sd(r.vm_j_sd)}) | "
+            f"| {r.cell.replace('|', ' · ')} | {r.sim_shares} | {r.vm_shares} | {r.sim_j:.3f} ({sd(r.sim_j_sd)}) | {r.vm_j:.3f} ({sd(r.vm_j_sd)}) | "
             f"{r.sim_mean_jt:.3f} / {r.vm_mean_jt:.3f} | {r.sim_retrans:.0f} / {r.vm_retrans:.0f} | "
             f"{r.sim_drops:.0f} / {r.vm_drops:.0f} | {r.seeds_sim}/{r.seeds_vm} | "
             f"{'agree' if r.agree else r.difference} |")

@@ -10,13 +10,46 @@ The public Python API::
     frames = fairlab.open_campaign("out/bhatti2008-dccp") # campaign catalog as pandas
 
 Everything else lives in the subpackages (`fairlab.metrics`, `fairlab.campaign`, ...).
+The names below are imported on first use (PEP 562), so `import fairlab` — and every
+`fairlab` command, which imports this package first — does not pay for pandas, pyarrow
+and pydantic until something needs them.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-from .analysis import Analysis, AnalysisError, analyze  # noqa: E402
-from .scenario import Scenario, ScenarioError, load_scenario  # noqa: E402
-from .trace import Trace, TraceError  # noqa: E402
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .analysis import Analysis, AnalysisError, analyze
+    from .scenario import Scenario, ScenarioError, load_scenario
+    from .trace import Trace, TraceError
+
+#: Public name -> the submodule that defines it.
+_LAZY = {
+    "Analysis": "analysis",
+    "AnalysisError": "analysis",
+    "analyze": "analysis",
+    "Scenario": "scenario",
+    "ScenarioError": "scenario",
+    "load_scenario": "scenario",
+    "Trace": "trace",
+    "TraceError": "trace",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    raise AttributeError(f"module 'fairlab' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 def load(paths, **kwargs):  # type: ignore[no-untyped-def]
@@ -30,6 +63,7 @@ def load(paths, **kwargs):  # type: ignore[no-untyped-def]
 def simulate(scenario, *, seed=None, progress=None):  # type: ignore[no-untyped-def]
     """Run a `Scenario` (or a path to a scenario file) in the simulator → Trace."""
     from .backends.sim import simulate as _simulate
+    from .scenario import Scenario, load_scenario
 
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)

@@ -26,10 +26,10 @@ help: ## List the targets
 	  awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
 
 .PHONY: system-deps
-system-deps: ## Install iperf3/iperf/iproute2 from Debian when root (no-op otherwise)
+system-deps: ## Install iperf3/iperf/iproute2/QEMU from Debian when root (no-op otherwise)
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  missing=""; \
-	  for p in iperf3:iperf3 iperf:iperf ip:iproute2 tc:iproute2 ethtool:ethtool; do \
+	  for p in iperf3:iperf3 iperf:iperf ip:iproute2 tc:iproute2 ethtool:ethtool qemu-system-x86_64:qemu-system-x86 cpio:cpio dpkg-deb:dpkg; do \
 	    command -v $${p%%:*} >/dev/null || missing="$$missing $${p##*:}"; \
 	  done; \
 	  if [ -n "$$missing" ]; then \
@@ -38,13 +38,14 @@ system-deps: ## Install iperf3/iperf/iproute2 from Debian when root (no-op other
 	  fi; \
 	else \
 	  command -v iperf3 >/dev/null || echo "note: iperf3 is missing and we are not root; live tests and fresh recordings will be skipped (install: apt-get install iperf3)"; \
+	  command -v qemu-system-x86_64 >/dev/null || echo "note: QEMU is missing and we are not root; vm tests will fail (install: apt-get install qemu-system-x86)"; \
 	fi
 
 $(VENV_STAMP): pyproject.toml
 	@command -v $(CARGO) >/dev/null || { echo "error: cargo (Rust stable) is required to build fairlab's core; install it with rustup or apt-get install cargo"; exit 1; }
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.5,<2" numpy pandas pyarrow duckdb pydantic typer rich matplotlib distributed pyroute2 pytest hypothesis scipy
+	$(PIP) install -q "maturin>=1.5,<2" numpy pandas pyarrow duckdb pydantic typer rich matplotlib distributed pyroute2 pyelftools pytest hypothesis scipy
 	@touch $@
 
 $(CORE_STAMP): $(VENV_STAMP) $(RUST_SOURCES) $(PY_SOURCES) pyproject.toml
@@ -59,8 +60,14 @@ $(LINKEM): $(RUST_SOURCES)
 .PHONY: install
 install: $(CORE_STAMP) $(LINKEM) ## Create .venv, build the Rust core and linkem, install fairlab into it
 
+.PHONY: vm-image
+vm-image: install ## Build (or find) the vm backend's guest image: Debian packages, no root; cached under ~/.cache/fairlab/vm
+	@# apt-get download needs the package lists; a fresh machine may have none yet.
+	@if [ "$$(id -u)" = 0 ] && ! apt-cache show linux-image-amd64 >/dev/null 2>&1; then apt-get update -qq; fi
+	$(VENV)/bin/fairlab vm build
+
 .PHONY: test
-test: system-deps install test-rs test-py ## Run every Rust and Python test
+test: system-deps install vm-image test-rs test-py ## Run every Rust and Python test
 
 .PHONY: test-rs
 test-rs: ## Rust tests (optimised build; the engine's fidelity tests are long in debug)
@@ -84,6 +91,7 @@ bench: install ## Benchmarks (simulator S1-S4, metrics, linkem, campaign); recor
 	@if [ -f bench/bench_s4.py ]; then $(PY) bench/bench_s4.py; fi
 	@if [ "$$(id -u)" = 0 ]; then bash crates/linkem/bench/bench_linkem.sh; else echo "linkem benchmark skipped: needs root for network namespaces"; fi
 	$(PY) bench/bench_campaign.py
+	$(PY) bench/bench_vm.py
 
 .PHONY: validate
 validate: install ## Full paper reproductions (hours); compare with docs/validation.md

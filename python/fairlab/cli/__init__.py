@@ -7,31 +7,66 @@ mistake is caught in `main` and printed as one sentence, with exit code 2.
 from __future__ import annotations
 
 import sys
+from importlib import import_module
 
 import typer
-from rich.markup import escape
 
-from . import analyze_cmd, campaign_cmds, compare_cmd, list_cmd, live_cmd, plan_cmd, run_cmd, validate_cmd, vm_cmd
-from .common import USER_ERRORS, err_console
+#: Command name -> (module of this package, function). `main` imports only the module
+#: of the command being run: importing every command module pulled the ingest, live
+#: and vm backends (and more) into every start of `fairlab run`.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "analyze": ("analyze_cmd", "analyze"),
+    "run": ("run_cmd", "run"),
+    "plan": ("plan_cmd", "plan"),
+    "compare": ("compare_cmd", "compare"),
+    "validate": ("validate_cmd", "validate"),
+    "reproduce": ("campaign_cmds", "reproduce"),
+    "report": ("campaign_cmds", "report"),
+    "query": ("campaign_cmds", "query"),
+}
+#: Command groups: name -> (module, its Typer sub-app).
+GROUPS: dict[str, tuple[str, str]] = {
+    "list": ("list_cmd", "app"),
+    "live": ("live_cmd", "app"),
+    "vm": ("vm_cmd", "app"),
+}
 
-app = typer.Typer(
-    name="fairlab",
-    help="How fairly do transport flows share a bottleneck — and why?",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-app.command("analyze")(analyze_cmd.analyze)
-app.command("run")(run_cmd.run)
-app.command("plan")(plan_cmd.plan)
-app.command("compare")(compare_cmd.compare)
-app.command("validate")(validate_cmd.validate)
-app.command("reproduce")(campaign_cmds.reproduce)
-app.command("report")(campaign_cmds.report)
-app.command("query")(campaign_cmds.query)
-app.add_typer(list_cmd.app, name="list")
-app.add_typer(live_cmd.app, name="live")
-app.add_typer(vm_cmd.app, name="vm")
+
+def _group() -> None:
+    """How fairly do transport flows share a bottleneck — and why?"""
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """The `fairlab` Typer app with every command, or with just the command or group
+    ``only`` (what `main` builds to run one command)."""
+    app = typer.Typer(
+        name="fairlab",
+        help="How fairly do transport flows share a bottleneck — and why?",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    for name, (module, attr) in COMMANDS.items():
+        if only in (None, name):
+            app.command(name)(getattr(import_module(f".{module}", __name__), attr))
+    for name, (module, attr) in GROUPS.items():
+        if only in (None, name):
+            app.add_typer(getattr(import_module(f".{module}", __name__), attr), name=name)
+    if only in COMMANDS:
+        # With one command and no callback Typer runs that command as the whole
+        # program (`fairlab run x.toml` would read "run" as the scenario); a callback
+        # keeps `fairlab NAME ...` a command of a group, as with every command loaded.
+        app.callback()(_group)
+    return app
+
+
+def __getattr__(name: str):  # type: ignore[no-untyped-def]
+    # `fairlab.cli.app`, the whole app (tests, `typer.testing.CliRunner`), built on
+    # first use so importing this package stays cheap.
+    if name == "app":
+        globals()["app"] = value = build_app()
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: Options that take one or more values (`--calibration a.json b.json`). Click options
@@ -60,11 +95,23 @@ def expand_multi_value_options(argv: list[str]) -> list[str]:
 
 def main() -> None:
     """Console entry point."""
+    argv = expand_multi_value_options(sys.argv[1:])
+    only = argv[0] if argv and (argv[0] in COMMANDS or argv[0] in GROUPS) else None
     try:
-        app(args=expand_multi_value_options(sys.argv[1:]), standalone_mode=True)
-    except USER_ERRORS as exc:
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        sys.exit(2)
+        build_app(only)(args=argv, standalone_mode=True)
     except KeyboardInterrupt:
+        from .common import err_console
+
         err_console.print("interrupted")
         sys.exit(130)
+    except Exception as exc:
+        # Imported here, not at the top: the error types live in modules that import
+        # pandas, which `fairlab list` or `--help` never need.
+        from rich.markup import escape
+
+        from .common import USER_ERRORS, err_console
+
+        if not isinstance(exc, USER_ERRORS):
+            raise
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        sys.exit(2)

@@ -12,45 +12,51 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-#: Public name -> the submodule defining it. Imported on first use (PEP 562), so that
-#: `fairlab.metrics.jain` (all `fairlab run` needs) does not also load the statistics
-#: module and its dependencies.
+# Jain, NRU and harm are what every analysis uses: imported now. Their public names
+# must be bound here (not lazily): `harm` and `nru` are also submodule names, and
+# importing a submodule binds its name on the package, hiding a lazy function.
+from .harm import HarmResult, harm, harm_summary
+from .jain import (
+    JainIndex,
+    JainResult,
+    JainSeries,
+    flow_means,
+    jain_index,
+    jain_of_means,
+    jain_over_time,
+    jain_summary,
+    mean_jain_over_time,
+    normalised_jain,
+)
+from .nru import (
+    FLOOR_DB_DEFAULT,
+    S_EPS_DB_DEFAULT,
+    U_C_DEFAULT,
+    ZERO_TOL_DB_DEFAULT,
+    NruFlow,
+    NruSystem,
+    classify_case,
+    convergence_time,
+    db_to_rsr,
+    format_tuple,
+    nru,
+    nru_over_time,
+    rsr,
+    rsr_to_db,
+    summarise_nru,
+    weights_from_calibration,
+    weights_from_expectation,
+)
+
+#: Names of the other submodules -> submodule, imported on first use (PEP 562): a run's
+#: analysis needs neither the allocation solvers nor the statistics over runs and
+#: their dependencies.
 _LAZY = {
     "coefficient_of_variation": "allocation",
     "max_min_fair": "allocation",
     "min_max_ratio": "allocation",
     "proportional_fair_allocation": "allocation",
     "proportional_fair_utility": "allocation",
-    "HarmResult": "harm",
-    "harm": "harm",
-    "harm_summary": "harm",
-    "JainIndex": "jain",
-    "JainResult": "jain",
-    "JainSeries": "jain",
-    "flow_means": "jain",
-    "jain_index": "jain",
-    "jain_of_means": "jain",
-    "jain_over_time": "jain",
-    "jain_summary": "jain",
-    "mean_jain_over_time": "jain",
-    "normalised_jain": "jain",
-    "FLOOR_DB_DEFAULT": "nru",
-    "NruFlow": "nru",
-    "NruSystem": "nru",
-    "S_EPS_DB_DEFAULT": "nru",
-    "U_C_DEFAULT": "nru",
-    "ZERO_TOL_DB_DEFAULT": "nru",
-    "classify_case": "nru",
-    "convergence_time": "nru",
-    "db_to_rsr": "nru",
-    "format_tuple": "nru",
-    "nru": "nru",
-    "nru_over_time": "nru",
-    "rsr": "nru",
-    "rsr_to_db": "nru",
-    "summarise_nru": "nru",
-    "weights_from_calibration": "nru",
-    "weights_from_expectation": "nru",
     "RunStats": "stats",
     "betainc_reg": "stats",
     "run_stats": "stats",

@@ -110,6 +110,16 @@ def vm_kernel_identity() -> str:
     return find().key
 
 
+def vm_dccpgen_identity() -> str | None:
+    """The DCCP generator's hash: runs with DCCP flows carry it into the guest."""
+    import hashlib as _h
+
+    from ..backends.vm.image import dccpgen_binary
+
+    gen = dccpgen_binary()
+    return _h.sha256(gen.read_bytes()).hexdigest()[:16] if gen else None
+
+
 def run_key(resolved: dict[str, Any], seed: int, backend: str) -> str:
     """Content address of one run: the resolved scenario (with its seed), the backend,
     the fairlab version and, for the simulator, the engine build's fingerprint
@@ -119,6 +129,8 @@ def run_key(resolved: dict[str, Any], seed: int, backend: str) -> str:
         doc["engine"] = _engine()
     elif backend == "vm":
         doc["kernel"] = vm_kernel_identity()
+        if any(f.get("cca") == "ccid2" for f in resolved.get("flows", [])):
+            doc["dccpgen"] = vm_dccpgen_identity()
     return hashlib.sha256(canonical_json(doc).encode()).hexdigest()[:24]
 
 
@@ -188,7 +200,7 @@ def _points(sweep: dict[str, list[Any]], mode: str, source: str) -> list[dict[st
 
 #: Top-level scenario fields; a sweep key naming none of them (and holding no "." or
 #: "[") is a grouped axis.
-_SCENARIO_FIELDS = {"name", "duration", "interval", "window", "seed", "runs", "bottleneck", "access_rate", "variation", "analysis", "flows"}
+_SCENARIO_FIELDS = set(Scenario.model_fields)
 
 
 def is_grouped_axis(key: str) -> bool:

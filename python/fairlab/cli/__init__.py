@@ -11,6 +11,8 @@ from importlib import import_module
 
 import typer
 
+from .. import __version__
+
 #: Command name -> (module of this package, function). `main` imports only the module
 #: of the command being run: importing every command module pulled the ingest, live
 #: and vm backends (and more) into every start of `fairlab run`.
@@ -32,18 +34,26 @@ GROUPS: dict[str, tuple[str, str]] = {
 }
 
 
-def _group() -> None:
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"fairlab {__version__}")
+        raise typer.Exit()
+
+
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True, help="print fairlab's version and exit"),
+) -> None:
     """How fairly do transport flows share a bottleneck — and why?"""
 
 
 def build_app(only: str | None = None) -> typer.Typer:
     """The `fairlab` Typer app with every command, or with just the command or group
-    ``only`` (what `main` builds to run one command)."""
+    ``only`` (what `main` builds to run one command). The root callback keeps
+    `fairlab NAME ...` a command of a group even when only NAME is loaded."""
     app = typer.Typer(
         name="fairlab",
         help="How fairly do transport flows share a bottleneck — and why?",
         no_args_is_help=True,
-        add_completion=False,
         pretty_exceptions_enable=False,
     )
     for name, (module, attr) in COMMANDS.items():
@@ -52,11 +62,7 @@ def build_app(only: str | None = None) -> typer.Typer:
     for name, (module, attr) in GROUPS.items():
         if only in (None, name):
             app.add_typer(getattr(import_module(f".{module}", __name__), attr), name=name)
-    if only in COMMANDS:
-        # With one command and no callback Typer runs that command as the whole
-        # program (`fairlab run x.toml` would read "run" as the scenario); a callback
-        # keeps `fairlab NAME ...` a command of a group, as with every command loaded.
-        app.callback()(_group)
+    app.callback()(_root)
     return app
 
 
@@ -69,44 +75,26 @@ def __getattr__(name: str):  # type: ignore[no-untyped-def]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-#: Options that take one or more values (`--calibration a.json b.json`). Click options
-#: take one value each, so the argument list is rewritten to repeat the flag.
-MULTI_VALUE_OPTIONS = ("--calibration", "--baseline", "--label")
-
-
-def expand_multi_value_options(argv: list[str]) -> list[str]:
-    """`--calibration a b --json` → `--calibration a --calibration b --json`."""
-    out: list[str] = []
-    i = 0
-    while i < len(argv):
-        tok = argv[i]
-        out.append(tok)
-        i += 1
-        if tok in MULTI_VALUE_OPTIONS:
-            first = True
-            while i < len(argv) and not argv[i].startswith("-"):
-                if not first:
-                    out.append(tok)
-                out.append(argv[i])
-                first = False
-                i += 1
-    return out
-
-
-def main() -> None:
-    """Console entry point."""
-    argv = expand_multi_value_options(sys.argv[1:])
-    only = argv[0] if argv and (argv[0] in COMMANDS or argv[0] in GROUPS) else None
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point (`fairlab`, `python -m fairlab`)."""
+    args = sys.argv[1:] if argv is None else argv
+    only = args[0] if args and (args[0] in COMMANDS or args[0] in GROUPS) else None
     try:
-        build_app(only)(args=argv, standalone_mode=True)
+        from .multi_value import refuse_values_after_repeatable_option
+
+        app = build_app(only)
+        refuse_values_after_repeatable_option(typer.main.get_command(app), args)
+        # prog_name: `python -m fairlab` would otherwise call itself __main__.py in
+        # help and in the shell-completion variable (_FAIRLAB_COMPLETE).
+        app(args=args, prog_name="fairlab", standalone_mode=True)
     except KeyboardInterrupt:
         from .common import err_console
 
         err_console.print("interrupted")
         sys.exit(130)
     except Exception as exc:
-        # Imported here, not at the top: the error types live in modules that import
-        # pandas, which `fairlab list` or `--help` never need.
+        # Imported here, not at the top: the error types live in modules (ingest, the
+        # live backend, the store) that a successful `fairlab run` never needs.
         from rich.markup import escape
 
         from .common import USER_ERRORS, err_console

@@ -26,6 +26,7 @@ def build(
     the one vm runs use. With --kernel/--modules, later runs use your kernel until the
     next plain `fairlab vm build`."""
     from ..backends.vm.image import build as do_build
+    from ..backends.vm.image import dccpgen_binary
 
     for opt, p in (("--kernel", kernel), ("--modules", modules)):
         if p is not None and not p.exists():
@@ -34,7 +35,7 @@ def build(
     img = do_build(kernel=kernel, modules=modules, force=force, progress=lambda s: err_console.print(escape(s)))
     console.print(f"vm image {img.key}: kernel {img.release} ({img.manifest.get('kernel_source')}), {len(img.ccas())} "
                   f"congestion controls, {len(img.qdiscs())} qdiscs, DCCP {'yes' if img.manifest.get('dccp') else 'no'}"
-                  f" (traffic generator {'yes' if img.manifest.get('dccpgen') else 'not built'}) — {img.root}")
+                  f" (traffic generator {'built' if dccpgen_binary() else 'not built: make dccpgen'}) — {img.root}")
 
 
 @app.command("doctor")
@@ -43,7 +44,7 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="print the finding
     Exits 1 when vm runs cannot work here."""
     from ..backends.vm.doctor import probe
     from ..backends.vm.errors import VmError
-    from ..backends.vm.image import find
+    from ..backends.vm.image import dccpgen_binary, find
 
     image, image_error = None, None
     try:
@@ -67,7 +68,7 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="print the finding
         t.add_row("congestion controls", " ".join(f.ccas_running) if f.booted else " ".join(image.ccas()) + " (not booted)")
         t.add_row("queue disciplines", " ".join(image.qdiscs()))
         dccp = "yes" if image.manifest.get("dccp") else "no"
-        gen = "yes" if image.manifest.get("dccpgen") else "NOT BUILT (make dccpgen; then fairlab vm build)"
+        gen = "yes" if dccpgen_binary() else "NOT BUILT (make dccpgen)"
         t.add_row("DCCP / CCID2", f"kernel {dccp}, traffic generator {gen}")
     if f.booted:
         t.add_row("boot", f"{f.boot_wall_s} s wall, {f.boot_host_cpu_s} s host CPU")

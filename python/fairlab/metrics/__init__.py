@@ -58,11 +58,8 @@ _LAZY = {
     "proportional_fair_allocation": "allocation",
     "proportional_fair_utility": "allocation",
     "RunStats": "stats",
-    "betainc_reg": "stats",
     "run_stats": "stats",
-    "t_cdf": "stats",
     "t_ppf": "stats",
-    "t_sf": "stats",
 }
 
 
@@ -90,7 +87,6 @@ __all__ = [
     "NruFlow",
     "NruSystem",
     "RunStats",
-    "betainc_reg",
     "classify_case",
     "coefficient_of_variation",
     "convergence_time",
@@ -115,9 +111,7 @@ __all__ = [
     "rsr_to_db",
     "run_stats",
     "summarise_nru",
-    "t_cdf",
     "t_ppf",
-    "t_sf",
     "weights_from_calibration",
     "weights_from_expectation",
 ]

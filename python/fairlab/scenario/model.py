@@ -120,6 +120,10 @@ class Scenario(_Strict):
     """A validated scenario. Build with `load_scenario` or `Scenario.from_dict`."""
 
     name: str = Field(min_length=1)
+    #: Free text for readers, carried into run metadata, campaign.json and reports
+    #: (Flent's TITLE and NOTE); never part of a run's content address.
+    title: str | None = Field(default=None, description="one line naming the experiment")
+    description: str | None = Field(default=None, description="free text: purpose, set-up notes")
     duration: int
     interval: int = 1_000_000_000
     window: tuple[int, int] | None = None

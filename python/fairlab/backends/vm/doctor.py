@@ -16,7 +16,7 @@ from typing import Any
 
 from . import cpio, qemu
 from .errors import VmError
-from .image import Image
+from .image import Image, dccpgen_binary
 from .runner import _extract, _read, kernel_cmdline
 
 PROBE_SCRIPT = """\
@@ -51,7 +51,7 @@ class Findings:
             "image": None if img is None else {"key": img.key, "path": str(img.root), "kernel_release": img.release,
                                                "kernel_source": img.manifest.get("kernel_source"),
                                                "ccas": img.ccas(), "qdiscs": img.qdiscs(),
-                                               "dccp": img.manifest.get("dccp"), "dccpgen": img.manifest.get("dccpgen")},
+                                               "dccp": img.manifest.get("dccp"), "dccpgen": str(dccpgen_binary() or "") or None},
             "image_error": self.image_error,
             "booted": self.booted, "boot_error": self.boot_error,
             "ccas_running": self.ccas_running, "high_resolution_timers": self.hres, "clocksource": self.clocksource,

@@ -9,8 +9,10 @@ nothing but the distribution's package registry:
 2. ``dpkg-deb -x`` of each into a staging directory;
 3. an initramfs holding busybox, the tools, exactly the libraries their ELF
    ``DT_NEEDED`` entries name (checked: a missing one is an error, not a guest that
-   cannot start iperf3), the network modules (`MODULE_TREES`), fairlab's guest
-   scripts (``guest/``) and, when built, the DCCP traffic generator;
+   cannot start iperf3), the network modules (`MODULE_TREES`) and fairlab's guest
+   scripts (``guest/``). fairlab's own DCCP traffic generator is not part of the
+   image: a run with DCCP flows appends it to its own initramfs, so the image (and
+   every TCP run) does not change when the generator is rebuilt;
 4. an uncompressed ELF ``vmlinux`` cut out of the ``vmlinuz`` (QEMU boots it through
    its PVH entry point, skipping the in-guest decompressor: ~1 s of virtual boot).
 
@@ -143,8 +145,9 @@ def guest_scripts_digest() -> str:
 
 
 def dccpgen_binary() -> Path | None:
-    """The static DCCP traffic generator, if built: ``$FAIRLAB_DCCPGEN``, next to this
-    package (a wheel ships it there), or the workspace's release build."""
+    """The static DCCP traffic generator (`make dccpgen`), if built: ``$FAIRLAB_DCCPGEN``,
+    inside the installed package (a wheel ships it there), or the workspace's build.
+    Runs with DCCP flows append it to their own initramfs."""
     cands = []
     if os.environ.get("FAIRLAB_DCCPGEN"):
         cands.append(Path(os.environ["FAIRLAB_DCCPGEN"]))
@@ -227,9 +230,6 @@ def build(*, kernel: Path | None = None, modules: Path | None = None, progress: 
         key_parts.append(f"kernel {_sha256(kernel)}")
         if modules is not None:
             key_parts += [f"module {p.relative_to(modules)} {_sha256(p)}" for p in sorted(modules.rglob("*")) if p.is_file()]
-    dccpgen = dccpgen_binary()
-    if dccpgen is not None:
-        key_parts.append(f"dccpgen {_sha256(dccpgen)}")
     key = hashlib.sha256("\n".join(key_parts).encode()).hexdigest()[:16]
     out = root / "images" / key
     if (out / "manifest.json").exists() and not force:
@@ -258,7 +258,7 @@ def build(*, kernel: Path | None = None, modules: Path | None = None, progress: 
         progress("extracting the uncompressed kernel")
         (tmp_out / "vmlinux").write_bytes(uncompressed_kernel(vmlinuz.read_bytes()))
         idx = kmod.index(modroot, MODULE_TREES)
-        entries = _rootfs(stage, modroot, idx, dccpgen)
+        entries = _rootfs(stage, modroot, idx)
         progress(f"writing the initramfs ({len(entries)} files)")
         (tmp_out / "base.cpio").write_bytes(cpio.archive(entries))
         manifest = {
@@ -270,7 +270,6 @@ def build(*, kernel: Path | None = None, modules: Path | None = None, progress: 
             "ccas": offered_ccas(idx),
             "qdiscs": offered_qdiscs(idx),
             "dccp": idx.has("dccp_ipv4"),
-            "dccpgen": dccpgen is not None,
             "modules": {
                 "builtin": sorted(idx.builtin),
                 "builtin_params": {k: list(v) for k, v in idx.builtin_params.items()},
@@ -296,7 +295,7 @@ def _remember(root: Path, image: Image, kernel: Path | None = None, modules: Pat
     switches all later runs to the user's kernel until the next plain build). It
     records the guest-scripts digest and the user's kernel paths, so a changed
     fairlab rebuilds the same kind of image."""
-    doc = {"key": image.key, "guest": guest_scripts_digest(), "dccpgen": image.manifest.get("dccpgen", False),
+    doc = {"key": image.key, "guest": guest_scripts_digest(),
            "kernel": str(kernel) if kernel else None, "modules": str(modules) if modules else None}
     tmp = root / "current.json.tmp"
     tmp.write_text(json.dumps(doc))
@@ -305,7 +304,7 @@ def _remember(root: Path, image: Image, kernel: Path | None = None, modules: Pat
 
 def find(progress: Progress = lambda s: None) -> Image:
     """The current image (the last one built), built now (with progress) if there is
-    none or the guest scripts or DCCP generator changed since it was built."""
+    none or the guest scripts changed since it was built."""
     root = cache_dir()
     cur = root / "current.json"
     doc: dict[str, Any] = {}
@@ -313,9 +312,7 @@ def find(progress: Progress = lambda s: None) -> Image:
         try:
             doc = json.loads(cur.read_text())
             path = root / "images" / str(doc["key"])
-            want_dccpgen = dccpgen_binary() is not None
-            if doc.get("guest") == guest_scripts_digest() and bool(doc.get("dccpgen")) == want_dccpgen \
-                    and (path / "manifest.json").exists():
+            if doc.get("guest") == guest_scripts_digest() and (path / "manifest.json").exists():
                 return Image(path, json.loads((path / "manifest.json").read_text()))
         except (OSError, ValueError, KeyError):
             pass
@@ -365,7 +362,7 @@ def _interp(data: bytes) -> str | None:
     return None
 
 
-def _rootfs(stage: Path, modroot: Path, idx: kmod.ModuleIndex, dccpgen: Path | None) -> list[cpio.Entry]:
+def _rootfs(stage: Path, modroot: Path, idx: kmod.ModuleIndex) -> list[cpio.Entry]:
     entries: list[cpio.Entry] = []
     for d in ("dev", "proc", "sys", "run", "tmp", "etc", "lib/modules", "fairlab", "root"):
         entries.append(cpio.directory(d))
@@ -382,8 +379,6 @@ def _rootfs(stage: Path, modroot: Path, idx: kmod.ModuleIndex, dccpgen: Path | N
         if not p.exists():
             raise ImageError(f"the packages provide no {src}")
         binaries[dst] = p.read_bytes()
-    if dccpgen is not None:
-        binaries["usr/bin/fairlab-dccpgen"] = dccpgen.read_bytes()
     for dst, data in binaries.items():
         entries.append(cpio.file(dst, data, 0o755))
     # Library closure: every DT_NEEDED of every binary and library, found in the packages.

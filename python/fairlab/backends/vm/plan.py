@@ -36,7 +36,7 @@ from ..live.kernel_link import TRANSLATABLE, aqm_args, buffer_bytes, buffer_pack
 from ..live.netns import HEADER_BYTES
 from ..live.runner import RMEM_MIN_DEFAULT, WMEM_MIN_DEFAULT, socket_buffer_max, start_offsets_ns
 from .errors import VmError
-from .image import Image
+from .image import Image, dccpgen_binary
 
 
 class VmPlanError(VmError):
@@ -175,9 +175,9 @@ def build(scenario: Scenario, image: Image, *, seed: int, where: str = "", offlo
         if cca == "ccid2":
             if not image.manifest.get("dccp"):
                 raise VmPlanError(f"{pre}flow {labels[i]}: ccid2 needs DCCP, and kernel {image.release} has no dccp_ipv4 module")
-            if not image.manifest.get("dccpgen"):
-                raise VmPlanError(f"{pre}flow {labels[i]}: ccid2 needs fairlab's DCCP traffic generator in the image; build "
-                                  "it (make dccpgen) and rebuild the image (fairlab vm build)")
+            if dccpgen_binary() is None:
+                raise VmPlanError(f"{pre}flow {labels[i]}: ccid2 needs fairlab's DCCP traffic generator, which is not "
+                                  "built; build it with `make dccpgen` (or set FAIRLAB_DCCPGEN to its path)")
             modules.append("dccp_ipv4")
             tools.append("dccpgen")
             continue
@@ -301,11 +301,12 @@ def _script(resolved: dict[str, Any], flows: list[GuestFlow], child_args: list[s
         if gf.tool == "iperf3":
             argv: list[object] = ["$IPERF3", "-s", "-p", gf.port, "-1", "-J", "--logfile", f"$RES/server-{gf.index}.json"]
         else:
-            argv = ["$DCCPGEN", "server", "--port", gf.port, "--once", "--output", f"$RES/flow-{gf.index}.json"]
+            argv = ["$DCCPGEN", "server", "--port", gf.port, "--once", "--output", f"$RES/server-{gf.index}.json"]
         lines.append(f"{_ns_cmd('d', argv)} > $RES/server-{gf.index}.out 2> $RES/server-{gf.index}.err &")
     lines.append(_quoted(["fl_wait_listening", "d", *[gf.port for gf in flows if gf.tool == "iperf3"]]))
     lines.append(f"T0=$(( $(fl_now) + {LEAD_NS} ))")
     lines.append("echo $T0 > $RES/t0")
+    lines.append("head -1 /proc/stat > $RES/cpu-start")
     interval_ns = int(resolved["interval_ns"])
     count = int(math.ceil(int(resolved["duration_ns"]) / interval_ns))
     lines.append(f"fl_sampler r rd $T0 {interval_ns} {count} > $RES/sampler.err 2>&1 &")
@@ -329,6 +330,7 @@ def _script(resolved: dict[str, Any], flows: list[GuestFlow], child_args: list[s
     lines.append("WATCHDOG=$!")
     for gf in flows:
         lines.append(f"wait $(cat $RES/client-{gf.index}.pid); echo $? > $RES/client-{gf.index}.rc")
+    lines.append("head -1 /proc/stat > $RES/cpu-end")
     lines.append("kill $WATCHDOG 2>/dev/null")
     lines.append("touch $RES/stop-sampler; kill $SAMPLER 2>/dev/null; wait $SAMPLER 2>/dev/null")
     lines.append("sleep 0.5; wait")

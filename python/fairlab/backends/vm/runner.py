@@ -92,10 +92,16 @@ def run_vm(
     tmp = Path(tempfile.mkdtemp(prefix="fairlab-vm-"))
     try:
         initrd = tmp / "initrd.cpio"
-        run_archive = cpio.archive([
+        entries = [
             cpio.file("fairlab/run.sh", gplan.script.encode()),
             cpio.file("fairlab/modules", ("\n".join(gplan.modules) + "\n").encode()),
-        ])
+        ]
+        if any(gf.tool == "dccpgen" for gf in gplan.flows):
+            gen = vm_image.dccpgen_binary()
+            if gen is None:
+                raise VmError("this run has DCCP flows and fairlab's DCCP traffic generator is not built (make dccpgen)")
+            entries.append(cpio.file("usr/bin/fairlab-dccpgen", gen.read_bytes(), 0o755))
+        run_archive = cpio.archive(entries)
         with open(initrd, "wb") as out, open(img.initrd, "rb") as base:
             while chunk := base.read(1 << 20):
                 out.write(chunk)
@@ -177,41 +183,71 @@ def _collect(scenario: Scenario, gplan: vm_plan.GuestPlan, res: Path, *, run_ind
     if t0 is None:
         raise VmError("the guest did not record its time zero (t0); see run.log in --keep-dir")
     sample_parts, flow_rows, notes = [], [], list(gplan.notes)
+    interval_s = gplan.interval_ns / 1e9
     for gf in gplan.flows:
         rc = _int_file(res / f"client-{gf.index}.rc")
-        path = res / f"flow-{gf.index}.json"
+        received = res / f"server-{gf.index}.json"
+        sent = res / f"flow-{gf.index}.json"
         if (res / "deadline").exists() and rc not in (0, None):
             raise VmError(f"flow {gf.label} did not finish by the end of the run plus {vm_plan.GRACE_NS / 1e9:g} s in "
                           "the guest (a --bytes transfer too large for the duration, or a stalled path)")
-        if rc not in (0, None) or not path.exists():
+        if rc not in (0, None) or not received.exists() or (gf.tool == "iperf3" and not sent.exists()):
             why = _client_error(res, gf)
             raise VmError(f"flow {gf.label}'s traffic generator failed in the guest (exit code {rc}): {why}")
         try:
-            tr = load([str(path)], labels=[gf.label])
+            rx = load([str(received)], labels=[gf.label])
+            tx = load([str(sent)], labels=[gf.label]) if gf.tool == "iperf3" else None
         except IngestError as exc:
             raise VmError(f"flow {gf.label}'s result could not be read: {exc}") from None
-        if len(tr.flows) != 1:
-            raise VmError(f"the result file of flow {gf.label} holds {len(tr.flows)} flows, expected one")
+        if len(rx.flows) != 1 or (tx is not None and len(tx.flows) != 1):
+            raise VmError(f"the result files of flow {gf.label} hold more than one flow, expected one")
         launched_ns = _int_file(res / f"launch-{gf.index}")
         launched = (launched_ns - t0) / 1e9 if launched_ns is not None else gf.offset_ns / 1e9
-        s = tr.samples.copy()
-        row = tr.flows.iloc[0].to_dict()
-        s["t"] = s["t"] - float(row["start_s"]) + launched
+        s = _receiver_samples(rx, tx, interval_s)
+        s["t"] = s["t"] + launched
         s["flow"] = gf.index
         s["run"] = run_index
         sample_parts.append(s)
+        row = (tx if tx is not None else rx).flows.iloc[0].to_dict()
         spec = scenario.resolve()["flows"][gf.index]
         row.update({
             "flow": gf.index, "start_s": launched, "configured_start_s": spec["start_ns"] / 1e9,
             "min_srtt_s": row.get("rtt_s"), "rtt_s": spec["rtt_ns"] / 1e9, "ecn": bool(spec["ecn"]),
-            "mss": int(spec["mss"]), "cca": gf.cca,
+            "mss": int(spec["mss"]), "cca": gf.cca, "source": str(received.name),
         })
         flow_rows.append(row)
-        notes += list(tr.meta.get("notes", []))
+        # Ingest's notes name the guest's files by their temporary host path; say which
+        # flow and side they are about instead, and drop the two that only say a file
+        # is the receiver's (the sender's file supplies what they miss).
+        for side, tr in (("receiver", rx), ("sender", tx)):
+            for n in (tr.meta.get("notes", []) if tr is not None else []):
+                if "server-side file" in n or "does not name the sender" in n:
+                    continue
+                notes.append(re.sub(r"^\S+\.json: ", f"flow {gf.label} ({side} side): ", n))
     samples = pd.concat(sample_parts, ignore_index=True)
     bottleneck = bottleneck_samples(_read(res / "qdisc-samples.txt") or "", t0_ns=t0, run=run_index)
     meta = {"notes": notes, "interval_s": gplan.interval_ns / 1e9}
     return Trace.from_frames(samples, pd.DataFrame(flow_rows), bottleneck, meta)
+
+
+def _receiver_samples(rx: Trace, tx: Trace | None, interval_s: float) -> pd.DataFrame:
+    """Throughput as the RECEIVER counted it (the server's per-interval bytes), with
+    the sender's cwnd, sRTT and retransmits of the same interval alongside, and the
+    sender's own count as ``sent_bps``. The sender's per-interval bytes are what the
+    application wrote into its socket buffer, not what crossed the bottleneck: in a
+    flow's first interval and around losses they exceed the link rate (measured:
+    12.8 Mbit/s "throughput" on a 10 Mbit/s link). Times count from each file's own
+    test start; interval k of one side is interval k of the other."""
+    r = rx.samples[["t", "throughput_bps"]].copy()
+    r["t"] = r["t"] - float(rx.flows.iloc[0]["start_s"])
+    r["k"] = (r["t"] / interval_s).round().astype(int)
+    if tx is None:
+        return r.drop(columns="k")
+    cols = [c for c in ("cwnd_bytes", "srtt_s", "rttvar_s", "retransmits") if c in tx.samples]
+    t = tx.samples[["t", "throughput_bps", *cols]].rename(columns={"throughput_bps": "sent_bps"}).copy()
+    t["k"] = ((t["t"] - float(tx.flows.iloc[0]["start_s"])) / interval_s).round().astype(int)
+    out = r.merge(t.drop(columns="t"), on="k", how="left").drop(columns="k")
+    return out
 
 
 def _client_error(res: Path, gf: vm_plan.GuestFlow) -> str:
@@ -314,6 +350,7 @@ def _with_meta(trace: Trace, scenario: Scenario, gplan: vm_plan.GuestPlan, img: 
             "sysctl_sender": _kv_lines(_read(res / "sysctl-sender.txt")),
             "sysctl_receiver": _kv_lines(_read(res / "sysctl-receiver.txt")),
             "virtual_s": (t_end - t0) / 1e9 if t_end else None,
+            "guest_busy": guest_busy(_read(res / "cpu-start"), _read(res / "cpu-end")),
             "host_wall_s": round(boot.wall_s, 3),
             "host_cpu_s": round(boot.host_cpu_s, 3),
             "script": gplan.script,
@@ -325,6 +362,22 @@ def _with_meta(trace: Trace, scenario: Scenario, gplan: vm_plan.GuestPlan, img: 
         "duration_s": gplan.duration_ns / 1e9,
     })
     return Trace.from_frames(trace.samples, trace.flows, trace.bottleneck, meta)
+
+
+def guest_busy(start: str | None, end: str | None) -> float | None:
+    """The guest CPU's busy share while flows ran, from two ``/proc/stat`` "cpu" lines
+    (user nice system idle iowait irq softirq ...): 1 - idle/total. Near 1 means the
+    guest's CPU, not the network, limited the run, and its numbers are suspect."""
+    try:
+        a = [int(x) for x in (start or "").split()[1:]]
+        b = [int(x) for x in (end or "").split()[1:]]
+    except ValueError:
+        return None
+    if len(a) < 5 or len(a) != len(b):
+        return None
+    total = sum(b) - sum(a)
+    idle = (b[3] + b[4]) - (a[3] + a[4])
+    return round(1 - idle / total, 4) if total > 0 else None
 
 
 def results_digest(trace: Trace) -> str:

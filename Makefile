@@ -45,7 +45,7 @@ $(VENV_STAMP): pyproject.toml
 	@command -v $(CARGO) >/dev/null || { echo "error: cargo (Rust stable) is required to build fairlab's core; install it with rustup or apt-get install cargo"; exit 1; }
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.5,<2" numpy pandas pyarrow duckdb pydantic typer rich matplotlib distributed pyroute2 pyelftools pytest hypothesis scipy
+	$(PIP) install -q "maturin>=1.5,<2" numpy pandas pyarrow duckdb pydantic typer rich matplotlib jinja2 distributed pyroute2 pyelftools pytest hypothesis scipy
 	@touch $@
 
 $(CORE_STAMP): $(VENV_STAMP) $(RUST_SOURCES) $(PY_SOURCES) pyproject.toml

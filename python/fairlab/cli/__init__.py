@@ -87,11 +87,25 @@ def main(argv: list[str] | None = None) -> None:
         # prog_name: `python -m fairlab` would otherwise call itself __main__.py in
         # help and in the shell-completion variable (_FAIRLAB_COMPLETE).
         app(args=args, prog_name="fairlab", standalone_mode=True)
-    except KeyboardInterrupt:
+    except SystemExit as exc:
+        # typer reports every KeyboardInterrupt as exit 130; a SIGTERM is 143.
+        from ..interrupts import last_signal
+
+        sig = last_signal()
+        if exc.code == 130 and sig is not None:
+            import signal
+
+            from .common import err_console
+
+            err_console.print(f"interrupted ({signal.Signals(sig).name}); everything it started was stopped")
+            sys.exit(128 + sig)
+        raise
+    except KeyboardInterrupt as exc:
+        from ..interrupts import exit_code
         from .common import err_console
 
         err_console.print("interrupted")
-        sys.exit(130)
+        sys.exit(exit_code(exc))  # 130 for SIGINT, 143 for SIGTERM
     except Exception as exc:
         # Imported here, not at the top: the error types live in modules (ingest, the
         # live backend, the store) that a successful `fairlab run` never needs.

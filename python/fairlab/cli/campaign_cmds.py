@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from ..campaign.paths import slug
 from ..campaign.plan import expand
 from ..campaign.store import Store, StoreError
 from .common import console, err_console
@@ -26,6 +27,7 @@ def report(
     """Write report.md, a self-contained report.html and PNG/SVG figures for a campaign."""
     from ..report.campaign_report import write_report
 
+    _repair(directory)
     notes = _stored_notes(directory)
     with Working(f"writing the report of {directory}"):
         out = write_report(directory, notes=notes)
@@ -39,6 +41,17 @@ def _report_paths(paths: dict[str, Any]) -> dict[str, str]:
     return {k: str(v) for k, v in paths.items()}
 
 
+def _repair(directory: Path) -> None:
+    """Verify the store before reading it (unless a campaign is writing it): a run
+    that fails its checksums or key is moved to quarantine/ and said so."""
+    store = Store(directory)
+    store.manifest()
+    if store.try_exclusive():
+        for key, reason in store.repair():
+            err_console.print(f"[yellow]damaged run[/] {key}: {escape(reason)}; moved to {escape(str(store.quarantine_dir))}/ "
+                              "(run the campaign again to recompute it)")
+
+
 def _stored_notes(directory: Path) -> list[str]:
     p = Path(directory) / "notes.txt"
     return [ln for ln in p.read_text().splitlines() if ln.strip()] if p.exists() else []
@@ -46,14 +59,13 @@ def _stored_notes(directory: Path) -> list[str]:
 
 def query(
     directory: Path = typer.Argument(..., help="a campaign directory"),
-    sql: str = typer.Argument(..., help='SQL over the tables runs, flows, samples, bottleneck, summaries, e.g. "SELECT label, avg(jain_mean_jt) FROM runs GROUP BY label"'),
+    sql: str = typer.Argument(..., help='SQL over the tables runs, summaries, conditions, samples, flows, bottleneck (docs/campaigns.md), e.g. "SELECT rtt_ms, avg(jain_mean_jt) FROM runs GROUP BY rtt_ms"'),
     csv: bool = typer.Option(False, "--csv", help="print CSV instead of a table"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON: columns and one object per row (docs/cli.md)"),
 ) -> None:
     """Run SQL against a campaign's DuckDB catalog."""
-    store = Store(directory)
-    store.manifest()
-    df = store.query(sql)
+    _repair(directory)
+    df = Store(directory).query(sql)
     if as_json:
         print(json.dumps(query_document(sql, df), indent=2, allow_nan=False, default=str))
         return
@@ -104,7 +116,7 @@ def reproduce(
     campaign = expand(doc, source=f"preset {name}", backend=backend)
     refuse_swept_overrides(campaign, overrides)
     say = err_console if as_json else console
-    out_dir = out or Path("out") / doc["name"]
+    out_dir = out or Path("out") / slug(doc["name"])
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "notes.txt").write_text("\n".join(notes) + ("\n" if notes else ""))
     say.print(f"[bold]{preset.title}[/] — {len(campaign.tasks)} runs into {out_dir}")

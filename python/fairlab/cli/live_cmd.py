@@ -67,7 +67,7 @@ def cleanup(
     force: bool = typer.Option(False, "--force", help="also remove runs that are still in progress"),
     as_json: bool = typer.Option(False, "--json", help="print what was (or would be) removed as JSON (docs/cli.md)"),
 ) -> None:
-    """Remove namespaces, links and processes left by live runs — only names of the form fl-<hex>-…"""
+    """Remove namespaces, links, processes, pid files and temporary directories left by live runs — only names of the form fl-<hex>-…"""
     import os
 
     from ..backends.live.cleanup import cleanup as do_cleanup
@@ -93,13 +93,17 @@ def cleanup(
         return
     verb = "would remove" if dry_run else "removed"
     if rep.empty:
-        console.print("nothing to clean up: no fl-<hex>- namespaces, links or processes")
+        console.print("nothing to clean up: no fl-<hex>- namespaces, links, processes, pid files or temporary directories")
     for pid, cmd in rep.processes:
         console.print(f"{verb} process {pid}: {cmd}", highlight=False)
     for n in rep.namespaces:
         console.print(f"{verb} namespace {n}", highlight=False)
     for n in rep.links:
         console.print(f"{verb} link {n}", highlight=False)
+    for p in rep.pid_files:
+        console.print(f"{verb} pid file {p}", highlight=False)
+    for p in rep.temp_dirs:
+        console.print(f"{verb} temporary directory {p}", highlight=False)
     for rid in rep.skipped_active:
         console.print(f"left run {rid} alone: it is still in progress (use --force, or --run-id {rid})", highlight=False)
     for e in rep.errors:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from typing import Optional
 
@@ -11,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..analysis import analyze
+from ..campaign.paths import inside, slug
 from ..campaign.plan import load_campaign
 from ..runner import BACKENDS, run_scenario
 from ..scenario import Scenario
@@ -43,7 +45,7 @@ def run(
         raise AnalysisError(f"--backend {backend!r} is not known; allowed: {', '.join(BACKENDS)}")
     campaign = _campaign(doc, scenario, backend)
     refuse_swept_overrides(campaign, overrides)
-    out_dir = out or Path("out") / campaign.name
+    out_dir = out or Path("out") / slug(campaign.name)
     if len(campaign.tasks) == 1 and not doc.get("sweep"):
         _single(campaign.tasks[0].model(), campaign.tasks[0].seed, backend, out_dir, as_json, source=scenario)
     else:
@@ -70,7 +72,8 @@ def _single(model: Scenario, seed: int, backend: str, out_dir: Path, as_json: bo
     finally:
         on_progress.stop()
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = trace.to_parquet(out_dir / f"{model.name}.parquet")
+    # The scenario's name may hold "/", ".." or NUL; only its slug becomes a path.
+    path = trace.to_parquet(inside(out_dir, f"{slug(model.name)}.parquet"))
     window = None if model.window is None else (model.window[0] / 1e9, model.window[1] / 1e9)
     result = analyze(trace, window=window)
     if as_json:
@@ -115,9 +118,13 @@ def _say_what_happened(campaign, report, store, out_dir: Path, out: Console) -> 
     )
     for f in store.failures():
         out.print(f"[red]failed[/] {escape(f['label'])} run {f['run_index']}: {escape(f['reason'].splitlines()[0])}")
+    for key, reason in report.quarantined:
+        out.print(f"[yellow]damaged run[/] {key}: {escape(reason)}; moved to {escape(str(out_dir / 'quarantine'))}/ and recomputed")
     if report.interrupted:
-        out.print("[yellow]interrupted[/]: finished runs are kept; run the same command again to resume")
-        raise typer.Exit(130)
+        # 128 + the signal, as a shell reports a process a signal stopped (130 SIGINT, 143 SIGTERM)
+        name = signal.Signals(report.signal or signal.SIGINT).name
+        out.print(f"[yellow]interrupted[/] ({name}): finished runs are kept; run the same command again to resume")
+        raise typer.Exit(128 + (report.signal or signal.SIGINT))
     out.print(f"results in [bold]{out_dir}[/] — `fairlab report {out_dir}` writes tables and figures, `fairlab query {out_dir} \"SQL\"` queries them")
 
 

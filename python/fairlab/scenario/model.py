@@ -287,7 +287,13 @@ def read_toml(path: str | Path) -> dict[str, Any]:
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a single-scenario TOML file (no `[sweep]`; campaigns are read
-    by `fairlab.campaign.load_campaign`)."""
+    by `fairlab.campaign.load_campaign`).
+
+    >>> import fairlab
+    >>> scenario = fairlab.load_scenario("examples/ccid2-vs-cubic-100ms.toml")
+    >>> scenario.bottleneck.rate
+    100000000
+    """
     data = read_toml(path)
     if "sweep" in data:
         raise ScenarioError(f"{path}: has a [sweep] table, so it is a campaign; load it with fairlab.campaign.load_campaign (or `fairlab run`, which expands it)")

@@ -287,8 +287,8 @@ def test_metrics_package_lists_every_public_name_it_loads_lazily():
 
 def test_fairlab_run_imports_only_what_a_simulated_run_needs(tmp_path):
     # Start-up time (issue 15 item 3): a single simulated run must not load the
-    # plotting, database, cluster, netlink or statistics libraries, nor the importers
-    # and the other backends.
+    # plotting, database, cluster, netlink or statistics libraries, nor the importers,
+    # the other backends or the report's figures (its text formatting is fine).
     import subprocess
     import sys
 
@@ -299,7 +299,7 @@ def test_fairlab_run_imports_only_what_a_simulated_run_needs(tmp_path):
         f"sys.argv = ['fairlab', 'run', {str(spec)!r}, '--out', {str(tmp_path / 'out')!r}]\n"
         "from fairlab.cli import main\n"
         "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-        "heavy = ('matplotlib', 'duckdb', 'distributed', 'dask', 'pyroute2', 'scipy', 'fairlab.ingest', 'fairlab.backends.live', 'fairlab.backends.vm', 'fairlab.campaign.store', 'fairlab.report', 'fairlab.metrics.stats')\n"
+        "heavy = ('matplotlib', 'duckdb', 'distributed', 'dask', 'pyroute2', 'scipy', 'fairlab.ingest', 'fairlab.backends.live', 'fairlab.backends.vm', 'fairlab.campaign.store', 'fairlab.report.plots', 'fairlab.report.campaign_report', 'fairlab.metrics.stats')\n"
         "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

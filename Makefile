@@ -107,9 +107,10 @@ demo: system-deps install ## Build, then reproduce seed 001 (CCID2 vs NewReno/BI
 	@echo "open $(OUT)/bhatti2008-dccp-quick/report.html (or report.md) to see the tables and figures"
 
 .PHONY: bench
-bench: install ## Benchmarks (simulator S1-S4, metrics, linkem, campaign); record figures in bench/RESULTS.md
+bench: install ## Benchmarks (simulator S1-S4, metrics, analysis/plan/start-up at scale, linkem, campaign); record figures in bench/RESULTS.md
 	$(CARGO) run --profile profiling -p netsim --example bench
 	$(PY) bench/bench_metrics.py
+	$(PY) bench/bench_analysis.py
 	@if [ -f bench/bench_s4.py ]; then $(PY) bench/bench_s4.py; fi
 	@if [ "$$(id -u)" = 0 ]; then bash crates/linkem/bench/bench_linkem.sh; else echo "linkem benchmark skipped: needs root for network namespaces"; fi
 	$(PY) bench/bench_campaign.py

@@ -12,24 +12,52 @@ The public Python API::
     result.to_pandas()                                     # one row per flow
 
 Everything else lives in the subpackages (`fairlab.metrics`, `fairlab.campaign`, ...).
+The classes and functions of `analysis`, `scenario` and `trace` named below are
+imported on first use (PEP 562), so `import fairlab` — and every `fairlab` command,
+which imports this package first — does not pay for pandas, pyarrow and pydantic
+until something needs them.
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
+import importlib  # noqa: E402
 import os  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
-from typing import TYPE_CHECKING, BinaryIO, TextIO  # noqa: E402
-
-from .analysis import Analysis, AnalysisError, analyze  # noqa: E402
-from .scenario import Scenario, ScenarioError, load_scenario  # noqa: E402
-from .trace import Trace, TraceError  # noqa: E402
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO  # noqa: E402
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .analysis import Analysis, AnalysisError, analyze
     from .campaign.aggregate import CampaignResults
+    from .scenario import Scenario, ScenarioError, load_scenario
+    from .trace import Trace, TraceError
+
+#: Public name -> the submodule that defines it.
+_LAZY = {
+    "Analysis": "analysis",
+    "AnalysisError": "analysis",
+    "analyze": "analysis",
+    "Scenario": "scenario",
+    "ScenarioError": "scenario",
+    "load_scenario": "scenario",
+    "Trace": "trace",
+    "TraceError": "trace",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    raise AttributeError(f"module 'fairlab' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 def load(
@@ -71,6 +99,7 @@ def simulate(
     >>> fairlab.analyze(trace, window=(60, 300)).to_pandas()                    # doctest: +SKIP
     """
     from .backends.sim import simulate as _simulate
+    from .scenario import Scenario, load_scenario
 
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)

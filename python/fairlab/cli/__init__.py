@@ -7,32 +7,31 @@ mistake is caught in `main` and printed as one sentence, with exit code 2.
 from __future__ import annotations
 
 import sys
+from importlib import import_module
 
 import typer
-from rich.markup import escape
 
 from .. import __version__
-from . import analyze_cmd, campaign_cmds, compare_cmd, list_cmd, live_cmd, plan_cmd, run_cmd, validate_cmd, vm_cmd
-from .common import USER_ERRORS, err_console
-from .multi_value import refuse_values_after_repeatable_option
 
-app = typer.Typer(
-    name="fairlab",
-    help="How fairly do transport flows share a bottleneck — and why?",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-)
-app.command("analyze")(analyze_cmd.analyze)
-app.command("run")(run_cmd.run)
-app.command("plan")(plan_cmd.plan)
-app.command("compare")(compare_cmd.compare)
-app.command("validate")(validate_cmd.validate)
-app.command("reproduce")(campaign_cmds.reproduce)
-app.command("report")(campaign_cmds.report)
-app.command("query")(campaign_cmds.query)
-app.add_typer(list_cmd.app, name="list")
-app.add_typer(live_cmd.app, name="live")
-app.add_typer(vm_cmd.app, name="vm")
+#: Command name -> (module of this package, function). `main` imports only the module
+#: of the command being run: importing every command module pulled the ingest, live
+#: and vm backends (and more) into every start of `fairlab run`.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "analyze": ("analyze_cmd", "analyze"),
+    "run": ("run_cmd", "run"),
+    "plan": ("plan_cmd", "plan"),
+    "compare": ("compare_cmd", "compare"),
+    "validate": ("validate_cmd", "validate"),
+    "reproduce": ("campaign_cmds", "reproduce"),
+    "report": ("campaign_cmds", "report"),
+    "query": ("campaign_cmds", "query"),
+}
+#: Command groups: name -> (module, its Typer sub-app).
+GROUPS: dict[str, tuple[str, str]] = {
+    "list": ("list_cmd", "app"),
+    "live": ("live_cmd", "app"),
+    "vm": ("vm_cmd", "app"),
+}
 
 
 def _print_version(value: bool) -> None:
@@ -41,24 +40,53 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True, help="print fairlab's version and exit"),
 ) -> None:
     """How fairly do transport flows share a bottleneck — and why?"""
 
 
+def build_app(only: str | None = None) -> typer.Typer:
+    """The `fairlab` Typer app with every command, or with just the command or group
+    ``only`` (what `main` builds to run one command). The root callback keeps
+    `fairlab NAME ...` a command of a group even when only NAME is loaded."""
+    app = typer.Typer(
+        name="fairlab",
+        help="How fairly do transport flows share a bottleneck — and why?",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+    )
+    for name, (module, attr) in COMMANDS.items():
+        if only in (None, name):
+            app.command(name)(getattr(import_module(f".{module}", __name__), attr))
+    for name, (module, attr) in GROUPS.items():
+        if only in (None, name):
+            app.add_typer(getattr(import_module(f".{module}", __name__), attr), name=name)
+    app.callback()(_root)
+    return app
+
+
+def __getattr__(name: str):  # type: ignore[no-untyped-def]
+    # `fairlab.cli.app`, the whole app (tests, `typer.testing.CliRunner`), built on
+    # first use so importing this package stays cheap.
+    if name == "app":
+        globals()["app"] = value = build_app()
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point (`fairlab`, `python -m fairlab`)."""
     args = sys.argv[1:] if argv is None else argv
+    only = args[0] if args and (args[0] in COMMANDS or args[0] in GROUPS) else None
     try:
+        from .multi_value import refuse_values_after_repeatable_option
+
+        app = build_app(only)
         refuse_values_after_repeatable_option(typer.main.get_command(app), args)
         # prog_name: `python -m fairlab` would otherwise call itself __main__.py in
         # help and in the shell-completion variable (_FAIRLAB_COMPLETE).
         app(args=args, prog_name="fairlab", standalone_mode=True)
-    except USER_ERRORS as exc:
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        sys.exit(2)
     except SystemExit as exc:
         # typer reports every KeyboardInterrupt as exit 130; a SIGTERM is 143.
         from ..interrupts import last_signal
@@ -67,11 +95,25 @@ def main(argv: list[str] | None = None) -> None:
         if exc.code == 130 and sig is not None:
             import signal
 
+            from .common import err_console
+
             err_console.print(f"interrupted ({signal.Signals(sig).name}); everything it started was stopped")
             sys.exit(128 + sig)
         raise
     except KeyboardInterrupt as exc:
         from ..interrupts import exit_code
+        from .common import err_console
 
         err_console.print("interrupted")
         sys.exit(exit_code(exc))  # 130 for SIGINT, 143 for SIGTERM
+    except Exception as exc:
+        # Imported here, not at the top: the error types live in modules (ingest, the
+        # live backend, the store) that a successful `fairlab run` never needs.
+        from rich.markup import escape
+
+        from .common import USER_ERRORS, err_console
+
+        if not isinstance(exc, USER_ERRORS):
+            raise
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        sys.exit(2)

@@ -26,7 +26,13 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return (AnalysisError, ScenarioError, TraceError, StoreError, FileNotFoundError, IngestError, LiveError, VmError, SimulationError)
 
 
-USER_ERRORS = _user_errors()
+def __getattr__(name: str):  # type: ignore[no-untyped-def]
+    # USER_ERRORS is built on first use: its modules (ingest, the live backend, the
+    # store) cost ~0.1 s to import, and `main` needs them only when a command fails.
+    if name == "USER_ERRORS":
+        globals()["USER_ERRORS"] = value = _user_errors()
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class UsageError(AnalysisError):

@@ -7,13 +7,14 @@ dataclass with ``to_dict()``; "no value" is None, never NaN or inf.  Definitions
 sources and edge rules: docs/metrics.md.
 """
 
-from .allocation import (
-    coefficient_of_variation,
-    max_min_fair,
-    min_max_ratio,
-    proportional_fair_allocation,
-    proportional_fair_utility,
-)
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# Jain, NRU and harm are what every analysis uses: imported now. Their public names
+# must be bound here (not lazily): `harm` and `nru` are also submodule names, and
+# importing a submodule binds its name on the package, hiding a lazy function.
 from .harm import HarmResult, harm, harm_summary
 from .jain import (
     JainIndex,
@@ -46,7 +47,33 @@ from .nru import (
     weights_from_calibration,
     weights_from_expectation,
 )
-from .stats import RunStats, run_stats, t_ppf
+
+#: Names of the other submodules -> submodule, imported on first use (PEP 562): a run's
+#: analysis needs neither the allocation solvers nor the statistics over runs and
+#: their dependencies.
+_LAZY = {
+    "coefficient_of_variation": "allocation",
+    "max_min_fair": "allocation",
+    "min_max_ratio": "allocation",
+    "proportional_fair_allocation": "allocation",
+    "proportional_fair_utility": "allocation",
+    "RunStats": "stats",
+    "run_stats": "stats",
+    "t_ppf": "stats",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "FLOOR_DB_DEFAULT",

@@ -201,7 +201,9 @@ class Scenario(_Strict):
         cca), plus "-k" (k = 1, 2, … per label) when that label names more than one
         flow."""
         base = [(f.label or f.cca) for f in self.flows]
-        total = {b: sum(f.count for f, bb in zip(self.flows, base) if bb == b) for b in base}
+        total: dict[str, int] = {}  # flows per label, in one pass (a sum per label was quadratic)
+        for f, b in zip(self.flows, base):
+            total[b] = total.get(b, 0) + f.count
         seen: dict[str, int] = {}
         out: list[tuple[str, Flow]] = []
         for f, b in zip(self.flows, base):

@@ -161,17 +161,28 @@ class Trace:
 
     # ------------------------------------------------------------------ views
     def window(self, start: float | None = None, end: float | None = None) -> Trace:
-        """The samples whose interval lies in [start, end]: those with
-        ``start < t <= end`` (t is the END of its interval, so a 1-s sample ending at
-        61 s covers 60–61 s). ``None`` leaves that side open."""
+        """The samples whose interval lies (mostly) inside [start, end].
+
+        A sample at ``t`` covers (t − Δ, t] (Δ = `interval`); it is kept when more
+        than half of that interval lies in the window, i.e. when its midpoint
+        t − Δ/2 falls in (start, end]. On the simulator's exact grid this is the
+        familiar ``start < t <= end``; on iperf's stamps, which run 25–230 µs past the
+        whole second, it keeps [60, 61] … [299, 300] for ``window(60, 300)`` instead of
+        the interval before each of them. ``None`` leaves that side open. Without a
+        known Δ (one sample per flow and no ``meta['interval_s']``) the end stamp
+        itself is compared."""
         lo = -math.inf if start is None else float(start)
         hi = math.inf if end is None else float(end)
-        if hi <= lo:
+        if not hi > lo:
             raise TraceError(f"window end ({hi:g} s) must be after its start ({lo:g} s)")
-        s = self.samples[(self.samples["t"] > lo + 1e-9) & (self.samples["t"] <= hi + 1e-9)]
+        try:
+            half = self.interval / 2.0
+        except TraceError:
+            half = 0.0
+        s = self.samples[_midpoint_inside(self.samples["t"].to_numpy(), half, lo, hi)]
         b = self.bottleneck
         if b is not None:
-            b = b[(b["t"] > lo + 1e-9) & (b["t"] <= hi + 1e-9)].reset_index(drop=True)
+            b = b[_midpoint_inside(b["t"].to_numpy(), half, lo, hi)].reset_index(drop=True)
         meta = dict(self.meta)
         meta["window"] = [None if start is None else lo, None if end is None else hi]
         return Trace(samples=s.reset_index(drop=True), flows=self.flows, bottleneck=b, meta=meta)
@@ -274,6 +285,13 @@ class Trace:
             f"Trace({n_flows} flow{'s' if n_flows != 1 else ''}, {len(self.samples)} samples, "
             f"runs={self.runs}, bottleneck={'yes' if self.bottleneck is not None else 'no'})"
         )
+
+
+def _midpoint_inside(t: np.ndarray, half: float, lo: float, hi: float) -> np.ndarray:
+    """Rows whose interval (t − 2·half, t] has its midpoint in (lo, hi]; the 1-ns
+    slack absorbs float noise in grid times such as 0.1·k."""
+    mid = t - half
+    return (mid > lo + 1e-9) & (mid <= hi + 1e-9)
 
 
 def _ipc_encode(df: pd.DataFrame) -> bytes:

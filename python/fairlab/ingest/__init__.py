@@ -256,13 +256,19 @@ def _assemble(parts: list[FilePart], file_labels: list[str]) -> Trace:
     flow_id = 0
     for p, off, flabel in zip(parts, offsets, file_labels):
         many = len(p.flows) > 1
-        for f in p.flows:
-            s = f.samples.copy()
-            s["t"] = s["t"] + off
-            if "run" not in s.columns:
-                s["run"] = 0
-            s["flow"] = flow_id
+        if p.table is not None:  # one frame for the whole file: shift it once, no per-flow copies
+            s = p.table.drop(columns="flow_index")
+            s["t"] = s["t"].to_numpy() + off
+            s["flow"] = p.table["flow_index"].to_numpy() + flow_id
             sample_parts.append(s)
+        for f in p.flows:
+            if p.table is None:
+                s = f.samples.copy()
+                s["t"] = s["t"] + off
+                if "run" not in s.columns:
+                    s["run"] = 0
+                s["flow"] = flow_id
+                sample_parts.append(s)
             row = {
                 "flow": flow_id,
                 "label": f"{flabel}#{f.key}" if many else flabel,
@@ -276,12 +282,12 @@ def _assemble(parts: list[FilePart], file_labels: list[str]) -> Trace:
             flow_rows.append(row)
             flow_id += 1
     flows = pd.DataFrame(flow_rows)
-    samples = pd.concat(sample_parts, ignore_index=True)
+    samples = sample_parts[0] if len(sample_parts) == 1 else pd.concat(sample_parts, ignore_index=True)
     # t is measured from the EARLIEST flow's start.
     shift = float(flows["start_s"].min())
     if shift != 0.0 and math.isfinite(shift):
         flows["start_s"] = flows["start_s"] - shift
-        samples["t"] = samples["t"] - shift
+        samples["t"] = samples["t"].to_numpy() - shift
         if parts[0].family == "table":
             notes.append(f"times shifted by {-shift:g} s so the earliest flow starts at t = 0")
     for col in ("end_sender_bps", "end_receiver_bps", "end_bps", "mean_rtt_s", "end_lost_percent"):

@@ -83,8 +83,14 @@ def _conform(df: pd.DataFrame, columns: dict[str, str], required: tuple[str, ...
             if str(values.dtype) == dtype:
                 cols[col] = values.to_numpy(copy=False) if dtype in ("int64", "float64") else values.array
                 continue
+        elif dtype == "float64":  # absent optional column: NaN, made without a per-value object array
+            cols[col] = np.full(n, np.nan)
+            continue
+        elif dtype == "Int64":
+            cols[col] = pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool))
+            continue
         else:
-            values = pd.Series(np.nan if dtype == "float64" else pd.NA, index=df.index, dtype="object")
+            values = pd.Series(pd.NA, index=df.index, dtype="object")
         try:
             cols[col] = values.astype(dtype).array
         except (TypeError, ValueError) as exc:
@@ -94,7 +100,7 @@ def _conform(df: pd.DataFrame, columns: dict[str, str], required: tuple[str, ...
         if col not in columns:
             cols[col] = df[col].array
     # One constructor call: building the frame column by column is quadratic in pandas.
-    return pd.DataFrame(cols, index=pd.RangeIndex(n))
+    return pd.DataFrame(cols, index=pd.RangeIndex(n), copy=False)
 
 
 @dataclass(frozen=True)
@@ -130,7 +136,8 @@ class Trace:
         tp = s["throughput_bps"].to_numpy()
         if np.isnan(tp).any() or (tp < 0).any():
             raise TraceError("throughput_bps must be a non-negative number in every sample")
-        s = s.sort_values(["run", "flow", "t"], kind="stable").reset_index(drop=True)
+        if not _is_sorted(s, ("run", "flow", "t")):
+            s = s.sort_values(["run", "flow", "t"], kind="stable").reset_index(drop=True)
         f = f.sort_values("flow", kind="stable").reset_index(drop=True)
         if b is not None:
             b = b.sort_values(["run", "t"], kind="stable").reset_index(drop=True)
@@ -285,6 +292,20 @@ class Trace:
             f"Trace({n_flows} flow{'s' if n_flows != 1 else ''}, {len(self.samples)} samples, "
             f"runs={self.runs}, bottleneck={'yes' if self.bottleneck is not None else 'no'})"
         )
+
+
+def _is_sorted(df: pd.DataFrame, keys: tuple[str, ...]) -> bool:
+    """True if ``df`` is already ordered by ``keys`` (lexicographically), so the copy
+    a sort makes can be skipped for the large, usually ordered, imported tables."""
+    if len(df) < 2:
+        return True
+    order_ok = np.zeros(len(df) - 1, dtype=bool)
+    tied = np.ones(len(df) - 1, dtype=bool)
+    for key in keys:
+        d = np.diff(df[key].to_numpy(dtype=float, na_value=np.nan))
+        order_ok |= tied & (d > 0)
+        tied &= d == 0
+    return bool(np.all(order_ok | tied))
 
 
 def _midpoint_inside(t: np.ndarray, half: float, lo: float, hi: float) -> np.ndarray:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -47,7 +48,7 @@ import pandas as pd
 from ..trace import Trace, TraceError
 from . import csv as csv_table
 from . import iperf2, iperf3
-from ._common import FilePart
+from ._common import MAX_FILE_BYTES, FilePart
 from .errors import IngestError
 
 __all__ = ["FORMATS", "INGEST_FORMAT_VERSION", "IngestError", "load", "sniff"]
@@ -82,25 +83,28 @@ def load(
             raise IngestError("labels", f"gives {len(labels)} label(s) for {len(items)} file(s); give one per file")
         if any(not isinstance(x, str) or not x for x in labels):
             raise IngestError("labels", "must be non-empty strings")
-    read = [_read(item, i) for i, item in enumerate(items)]
-    file_labels = labels or [_stem(name) for name, _ in read]
+    names = [_name(item, i) for i, item in enumerate(items)]
+    file_labels = labels or [_stem(name) for name in names]
     dup = sorted({x for x in file_labels if file_labels.count(x) > 1})
     if dup:
-        raise IngestError(read[0][0] if len(read) == 1 else "labels",
+        raise IngestError(names[0] if len(names) == 1 else "labels",
                           f"the label(s) {dup} would name flows of more than one file; pass labels=[...] to tell them apart")
 
     parts: list[FilePart] = []
-    for (name, data), _label in zip(read, file_labels):
+    # One file in memory at a time: each file's bytes are dropped once it is parsed.
+    for i, item in enumerate(items):
+        name, data = _read(item, i)
         kind = sniff(data, name) if fmt == "auto" else fmt
         if unit is not None and kind not in ("csv", "parquet"):
             raise IngestError(name, f"is {kind} output, which states its own unit (bits/s); unit= is only for plain "
                               "CSV/Parquet tables")
         if kind == "parquet" and _is_fairlab_trace(data):
-            if len(read) > 1:
+            if len(items) > 1:
                 raise IngestError(name, "is a fairlab trace (written by Trace.to_parquet) and cannot be merged with "
                                   "other files; load it on its own")
             return _load_trace_file(name, data)
         parts.append(_parse(kind, data, name, unit))
+        del data
 
     families = sorted({p.family for p in parts})
     if len(families) > 1:
@@ -160,21 +164,53 @@ def _as_list(paths: Source | Sequence[Source]) -> list[Source]:
     raise IngestError("paths", f"must be a path, a file-like object or a list of them, not {type(paths).__name__}")
 
 
-def _read(item: Source, i: int) -> tuple[str, bytes]:
+def _name(item: Source, i: int) -> str:
     if hasattr(item, "read"):
-        name = str(getattr(item, "name", f"<input {i + 1}>"))
-        data = item.read()  # type: ignore[union-attr]
-        return name, data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        return str(getattr(item, "name", f"<input {i + 1}>"))
     if not isinstance(item, (str, os.PathLike)):
         raise IngestError(f"<input {i + 1}>", f"is a {type(item).__name__}, not a path or file-like object")
-    path = Path(item)
-    name = str(path)
-    if not path.exists():
-        raise IngestError(name, "does not exist")
-    if path.is_dir():
+    return _printable(str(Path(item)))
+
+
+def _printable(name: str) -> str:
+    """A file name fit for a one-line message: control characters escaped, and cut
+    to 200 characters (a 4,000-character name would drown the sentence)."""
+    shown = name.encode("unicode_escape").decode("ascii") if not name.isprintable() else name
+    return shown if len(shown) <= 200 else shown[:100] + "…" + shown[-99:]
+
+
+def _read(item: Source, i: int) -> tuple[str, bytes]:
+    name = _name(item, i)
+    if hasattr(item, "read"):
+        data = item.read(MAX_FILE_BYTES + 1)  # type: ignore[union-attr]
+        if len(data) > MAX_FILE_BYTES:
+            raise IngestError(name, f"is larger than {MAX_FILE_BYTES // 2**30} GiB, more than a measurement log this "
+                              "importer reads; split it")
+        return name, data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    raw = os.fspath(item)  # type: ignore[arg-type]
+    if isinstance(raw, bytes) or "\x00" in raw:
+        raise IngestError(name, "is not a usable file name (it contains a NUL byte)")
+    path = Path(raw)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise IngestError(name, "does not exist") from None
+    except OSError as exc:  # ENAMETOOLONG, ELOOP, EACCES ...
+        raise IngestError(name, f"cannot be opened ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
         raise IngestError(name, "is a directory, not a file; pass the files in it")
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a character device" if stat.S_ISCHR(st.st_mode) else "a block device" if stat.S_ISBLK(st.st_mode)
+                else "a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "not a regular file")
+        raise IngestError(name, f"is {kind}; only regular files are read (a device or pipe may never end)")
+    if st.st_size > MAX_FILE_BYTES:
+        raise IngestError(name, f"is {st.st_size / 2**30:.1f} GiB, more than the {MAX_FILE_BYTES // 2**30} GiB a "
+                          "measurement log this importer reads may have; split it")
     try:
         return name, path.read_bytes()
+    except MemoryError:
+        raise IngestError(name, "does not fit in memory") from None
     except OSError as exc:
         raise IngestError(name, f"cannot be read ({exc.strerror or exc})") from None
 

@@ -277,6 +277,14 @@ def _numbers(col: pa.ChunkedArray, key: str, name: str, source: str, where: Call
     return arr
 
 
+def _is_sorted(code: np.ndarray, run: np.ndarray, t: np.ndarray) -> bool:
+    """True if rows are ordered by (flow code, run, t), ties included."""
+    if len(code) < 2:
+        return True
+    dc, dr, dt = np.diff(code), np.diff(run), np.diff(t)
+    return bool(np.all((dc > 0) | ((dc == 0) & ((dr > 0) | ((dr == 0) & (dt >= 0))))))
+
+
 def _where(what: str, where: Callable[[np.ndarray], list[int]], r: int, name: str | None) -> dict[str, Any]:
     n = where(np.array([r]))[0]
     if what == "line":
@@ -351,13 +359,18 @@ def _build(columns: dict[str, pa.ChunkedArray], cols: dict[str, tuple[int, str]]
                           field=cols["flow"][1])
 
     # ---- duplicates: one (run, flow, t) twice is ambiguous
-    order = np.lexsort((t, run, code))
-    c_s, r_s, t_s = code[order], run[order], t[order]
+    # Files are usually written flow by flow in time order: then no sort is needed.
+    if _is_sorted(code, run, t):
+        order = None
+        c_s, r_s, t_s = code, run, t
+    else:
+        order = np.lexsort((t, run, code))
+        c_s, r_s, t_s = code[order], run[order], t[order]
     same_group = (c_s[1:] == c_s[:-1]) & (r_s[1:] == r_s[:-1])
     dup = same_group & (t_s[1:] == t_s[:-1])
     if dup.any():
         k = int(np.flatnonzero(dup)[0])
-        first, second = sorted((int(order[k]), int(order[k + 1])))
+        first, second = (k, k + 1) if order is None else sorted((int(order[k]), int(order[k + 1])))
         at = where(np.array([first]))[0]
         raise IngestError(source, f"repeats flow {keys[c_s[k]]!r} at time {t_s[k]:g} s (first at {what} {at}), "
                           "so it is ambiguous which sample to keep", **_where(what, where, second, None))
@@ -367,8 +380,10 @@ def _build(columns: dict[str, pa.ChunkedArray], cols: dict[str, tuple[int, str]]
         interval_s = nominal_interval(np.diff(np.unique(t)))
 
     # ---- one frame for the whole file; flows point into it
-    firsts = np.full(len(keys), np.inf)
-    np.minimum.at(firsts, code, t)
+    # The first time of each flow: the minimum over its (sorted) block, all runs.
+    starts = np.flatnonzero(np.r_[True, c_s[1:] != c_s[:-1]])
+    firsts = np.empty(len(keys))
+    firsts[c_s[starts]] = np.minimum.reduceat(t_s, starts)
     table = pd.DataFrame({
         "t": t,
         "throughput_bps": thr,
@@ -379,7 +394,7 @@ def _build(columns: dict[str, pa.ChunkedArray], cols: dict[str, tuple[int, str]]
         else pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)),
         "run": run,
         "flow_index": code,
-    })
+    }, copy=False)
     flows = [FlowPart(key=k, samples=None, start_s=float(firsts[i] - interval_s if interval_s else firsts[i]),
                       extra={"protocol": None, "role": None, "sending": None}) for i, k in enumerate(keys)]
     notes = []

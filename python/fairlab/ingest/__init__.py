@@ -49,6 +49,9 @@ from ..trace import Trace, TraceError
 from . import csv as csv_table
 from . import iperf2, iperf3
 from ._common import MAX_FILE_BYTES, FilePart
+
+#: Largest offset `load(offsets=...)` takes, in seconds (a week).
+MAX_OFFSET_S = 7 * 86400.0
 from .errors import IngestError
 
 __all__ = ["FORMATS", "INGEST_FORMAT_VERSION", "IngestError", "load", "sniff"]
@@ -70,13 +73,27 @@ def load(
     labels: Sequence[str] | None = None,
     fmt: str = "auto",
     unit: str | None = None,
+    offsets: Sequence[float] | None = None,
 ) -> Trace:
-    """Read one or several measurement files into one `Trace` (see the module doc)."""
+    """Read one or several measurement files into one `Trace` (see the module doc).
+
+    ``offsets`` (seconds, one per file) places each file's own zero — its test start,
+    iperf3's interval 0 — on a common timeline instead of the start times the files
+    record; use it when the recording hosts' clocks disagree or when a launcher knows
+    the start times better than the files do."""
     if fmt not in FORMATS:
         raise IngestError("fmt", f"{fmt!r} is not a format this importer reads", allowed=FORMATS)
     items = _as_list(paths)
     if not items:
         raise IngestError("paths", "is an empty list, so there is no file to read")
+    if offsets is not None:
+        offsets = list(offsets)
+        if len(offsets) != len(items):
+            raise IngestError("offsets", f"gives {len(offsets)} offset(s) for {len(items)} file(s); give one per file")
+        for x in offsets:
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or abs(x) > MAX_OFFSET_S:
+                raise IngestError("offsets", f"{x!r} is not an offset in seconds (allowed: finite, within "
+                                  f"±{MAX_OFFSET_S:g} s)")
     if labels is not None:
         labels = list(labels)
         if len(labels) != len(items):
@@ -111,7 +128,7 @@ def load(
         raise IngestError(", ".join(p.source for p in parts),
                           f"mix {' and '.join(families)} files, whose clocks cannot be lined up (iperf2 stamps are "
                           "local time without a zone; plain tables have no clock); load each kind on its own")
-    return _assemble(parts, file_labels)
+    return _assemble(parts, file_labels, [float(x) for x in offsets] if offsets is not None else None)
 
 
 def sniff(data: bytes, source: str = "<input>") -> str:
@@ -258,7 +275,7 @@ def _load_trace_file(name: str, data: bytes) -> Trace:
 
 
 # --------------------------------------------------------------------- assembling
-def _assemble(parts: list[FilePart], file_labels: list[str]) -> Trace:
+def _assemble(parts: list[FilePart], file_labels: list[str], given: list[float] | None = None) -> Trace:
     notes: list[str] = [n for p in parts for n in p.notes]
     intervals = {p.source: p.interval_s for p in parts if p.interval_s}
     distinct = sorted({round(v, 3) for v in intervals.values()})
@@ -267,26 +284,8 @@ def _assemble(parts: list[FilePart], file_labels: list[str]) -> Trace:
         raise IngestError(", ".join(intervals), f"report at different intervals ({listing}); one trace needs one "
                           "sampling interval, so record with the same -i")
     interval_s = distinct[0] if distinct else None
-
-    # Line files up on their recorded clocks.
-    offsets = [0.0] * len(parts)
-    alignment: dict[str, Any] = {"method": "none (one file)" if len(parts) == 1 else "shared zero (no clock)"}
-    if len(parts) > 1 and parts[0].family != "table":
-        missing = [p.source for p in parts if p.epoch_s is None]
-        if missing:
-            raise IngestError(missing[0], "records no start time, so it cannot be lined up with the other files")
-        base = min(p.epoch_s for p in parts)  # type: ignore[type-var]
-        # Rounded to 1 µs: the stamps have at most ms resolution, and Unix seconds as
-        # floats would otherwise leave ~1e-7 s of representation noise in the offsets.
-        offsets = [round(float(p.epoch_s) - float(base), 6) for p in parts]  # type: ignore[arg-type]
-        precision = max(p.epoch_precision_s or 0.0 for p in parts)
-        how = {"iperf3": "start.timestamp (timemillisecs where present, else timesecs) of each file",
-               "iperf2": "the wall-clock stamps of each file's rows"}[parts[0].family]
-        alignment = {"method": how, "precision_s": precision,
-                     "offsets_s": {p.source: round(o, 6) for p, o in zip(parts, offsets)}}
-        if precision >= 1.0:
-            notes.append(f"files were lined up by start times recorded in whole seconds, so flow start times are "
-                         f"good to about ±{precision:g} s (iperf3 writes milliseconds from 3.20 on)")
+    _refuse_same_test_twice(parts)
+    offsets, alignment = _align(parts, given, notes)
 
     sample_parts, flow_rows = [], []
     flow_id = 0
@@ -341,6 +340,80 @@ def _assemble(parts: list[FilePart], file_labels: list[str]) -> Trace:
         return Trace.from_frames(samples, flows, None, meta)
     except TraceError as exc:
         raise IngestError(", ".join(p.source for p in parts), f"could not be turned into a trace: {exc}") from None
+
+
+def _refuse_same_test_twice(parts: list[FilePart]) -> None:
+    """iperf3 writes one random cookie per test into both ends' files: two files
+    with one cookie are the client and server view of ONE test, whose streams would
+    count twice as separate flows."""
+    seen: dict[str, FilePart] = {}
+    for p in parts:
+        cookie = p.meta.get("cookie")
+        if not cookie:
+            continue
+        if cookie in seen:
+            q = seen[cookie]
+            skew = ""
+            if p.epoch_s is not None and q.epoch_s is not None and abs(p.epoch_s - q.epoch_s) >= 1.0:
+                skew = (f"; their start stamps also disagree by {abs(p.epoch_s - q.epoch_s):.1f} s, so the two hosts' "
+                        "clocks differ")
+            raise IngestError(f"{q.source}, {p.source}", f"record the same iperf3 test (cookie {cookie}) from its two ends, "
+                              f"so each stream would count twice; load one side of each test{skew}")
+        seen[cookie] = p
+
+
+def _align(parts: list[FilePart], given: list[float] | None, notes: list[str]) -> tuple[list[float], dict[str, Any]]:
+    """Each file's offset (s) on the common timeline and how it was found.
+
+    In order of precision: offsets given by the user (exact as far as fairlab
+    knows); iperf3's ``timemillisecs`` (3.20+) or iperf2's ``-e`` stamps (1 ms, plus
+    the few round trips between the control connection and the first interval);
+    whole-second ``timesecs`` or iperf2 stamps (each truncated to the second, so two
+    files' offset is uncertain by up to ±1 s)."""
+    n = len(parts)
+    stamped = n > 1 and parts[0].family != "table" and all(p.epoch_s is not None for p in parts)
+    from_stamps: list[float] | None = None
+    precision = max((p.epoch_precision_s or 0.0) for p in parts) if stamped else None
+    if stamped:
+        base = min(float(p.epoch_s) for p in parts)  # type: ignore[arg-type]
+        # Rounded to 1 µs: the stamps have at most ms resolution, and Unix seconds as
+        # floats would otherwise leave ~1e-7 s of representation noise in the offsets.
+        from_stamps = [round(float(p.epoch_s) - base, 6) for p in parts]  # type: ignore[arg-type]
+    if given is not None:
+        alignment: dict[str, Any] = {
+            "method": "offsets given by the user (--offset)", "uncertainty_s": 0.0, "precision_s": 0.0,
+            "offsets_s": {p.source: round(o, 6) for p, o in zip(parts, given)}}
+        if from_stamps is not None and precision is not None:
+            g0 = [o - given[0] for o in given]
+            s0 = [o - from_stamps[0] for o in from_stamps]
+            for p, a, b in zip(parts[1:], g0[1:], s0[1:]):
+                if abs(a - b) >= max(1.0, 2 * precision):
+                    notes.append(f"warning: the given offset of {p.source} relative to {parts[0].source} ({a:g} s) "
+                                 f"and the one its start stamps give ({b:g} s) disagree by {abs(a - b):.1f} s")
+            alignment["offsets_from_stamps_s"] = {p.source: o for p, o in zip(parts, from_stamps)}
+        return list(given), alignment
+    if n == 1:
+        return [0.0], {"method": "none (one file)", "uncertainty_s": 0.0}
+    if parts[0].family == "table":
+        return [0.0] * n, {"method": "shared zero (plain tables carry no clock; give --offset to shift a file)",
+                           "uncertainty_s": None}
+    missing = [p.source for p in parts if p.epoch_s is None]
+    if missing:
+        raise IngestError(missing[0], "records no start time, so it cannot be lined up with the other files; "
+                          "give the offsets yourself (--offset FILE=SECONDS)")
+    assert from_stamps is not None and precision is not None
+    how = {"iperf3": "start.timestamp of each file (timemillisecs where present, else timesecs)",
+           "iperf2": "the wall-clock stamps of each file's rows"}[parts[0].family]
+    uncertainty = precision  # each stamp is truncated, so a difference of two is off by less than one step
+    alignment = {"method": how, "precision_s": precision, "uncertainty_s": uncertainty,
+                 "per_file_precision_s": {p.source: p.epoch_precision_s for p in parts},
+                 "offsets_s": {p.source: o for p, o in zip(parts, from_stamps)}}
+    if precision >= 1.0:
+        coarse = [p.source for p in parts if (p.epoch_precision_s or 0) >= 1.0]
+        notes.append(f"files were lined up by start times recorded in whole seconds ({', '.join(coarse)}), so flow "
+                     f"start times are good to about ±{precision:g} s (iperf3 writes milliseconds from 3.20 on; "
+                     "--offset FILE=SECONDS sets them exactly)")
+    return from_stamps, alignment
 
 
 def _meta(parts: list[FilePart], interval_s: float | None, alignment: dict[str, Any], notes: list[str]) -> dict[str, Any]:

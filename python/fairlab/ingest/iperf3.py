@@ -309,6 +309,7 @@ def parse_document(doc: Any, source: str, *, fmt: str) -> FilePart:
         "host": start.get("system_info"),
         "time": stamp.get("time"),
         "epoch_s": epoch,
+        "epoch_precision_s": precision,
         "role": role,
         "protocol": protocol,
         "test_start": ts,

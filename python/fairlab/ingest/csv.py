@@ -76,7 +76,7 @@ def parse_csv(data: bytes, source: str, unit: str | None = None) -> FilePart:
                                                  null_values=[""], strings_can_be_null=False,
                                                  quoted_strings_can_be_null=False),
         )
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+    except pa.ArrowException as exc:
         raise _locate_csv_error(data, source, header, cols, header_line, body_offset, str(exc)) from None
     if tbl.num_rows == 0:
         raise IngestError(source, "has a header but no data rows")
@@ -178,8 +178,8 @@ def _locate_csv_error(data: bytes, source: str, header: list[str], cols: dict[st
 def parse_parquet(data: bytes, source: str, unit: str | None = None) -> FilePart:
     try:
         tbl = pq.read_table(io.BytesIO(data))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as exc:
-        raise IngestError(source, f"is not a readable Parquet file ({exc})") from None
+    except (pa.ArrowException, OSError) as exc:
+        raise IngestError(source, f"is not a readable Parquet file ({str(exc).splitlines()[0] if str(exc) else exc})") from None
     header = list(tbl.column_names)
     cols = _columns(header, source, unit)
     if tbl.num_rows == 0:

@@ -59,6 +59,8 @@ def parse(data: bytes, source: str) -> FilePart:
     text_cols = ("timestamp", "src_ip", "src_port", "dst_ip", "dst_port", "interval")
     types = {n: pa.string() for n in text_cols}
     types.update({"id": pa.int64(), "bytes": pa.float64(), "bits_per_second": pa.float64()})
+    if width < TCP_FIELDS:
+        raise _locate(body, source, width, "")
     try:
         tbl = pacsv.read_csv(
             pa.BufferReader(pa.py_buffer(body)),
@@ -67,10 +69,8 @@ def parse(data: bytes, source: str) -> FilePart:
             convert_options=pacsv.ConvertOptions(column_types=types, include_columns=list(FIELD_NAMES[:TCP_FIELDS]),
                                                  null_values=[], strings_can_be_null=False),
         )
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+    except pa.ArrowException as exc:
         raise _locate(body, source, width, str(exc)) from None
-    if width < TCP_FIELDS:
-        raise _locate(body, source, width, "")
     n_all = tbl.num_rows
     if n_all == 0:
         raise IngestError(source, "is empty")

@@ -34,6 +34,8 @@ settings.register_profile("fuzz", max_examples=EXAMPLES, deadline=None, database
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                  HealthCheck.filter_too_much, HealthCheck.large_base_example])
 FUZZ = settings.get_profile("fuzz")
+#: For tests whose every input runs a whole command (~0.5 s each).
+FUZZ_SLOW = settings(FUZZ, max_examples=1000 if LONG else 12)
 
 #: Inputs tried per test in this process (reported at exit with FAIRLAB_FUZZ_REPORT).
 TRIED: Counter[str] = Counter()

@@ -11,7 +11,7 @@ import typer
 
 from ..analysis import analyze as run_analysis
 from ..metrics.nru import FLOOR_DB_DEFAULT, U_C_DEFAULT
-from .common import UsageError, console, parse_window
+from .common import UsageError, console, err_console, parse_window
 from .loading import load_inputs
 from .render import print_analysis
 
@@ -38,7 +38,8 @@ def analyze(
     cal = load_inputs(calibration, unit=unit) if calibration else None
     base = load_inputs(baseline, unit=unit) if baseline else None
     if epoch is not None and cal is None:
-        console.print("[yellow]note:[/] --epoch gives NRU convergence times, which need --calibration; ignoring it")
+        # stderr: with --json, stdout carries the JSON document only.
+        err_console.print("[yellow]note:[/] --epoch gives NRU convergence times, which need --calibration; ignoring it")
     result = run_analysis(trace, window=parse_window(window), run=run, calibration=cal, baseline=base, epoch=epoch, u_c=uc, k=hold)
     written: list[Path] = []
     if plot is not None:

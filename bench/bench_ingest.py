@@ -9,9 +9,10 @@ Generates, in a temporary directory that is removed afterwards:
 - an iperf2 ``-y C`` file of S streams x T/10 one-second rows;
 - an iperf3 ``-J`` document of S streams x T/10 intervals (the shape ``-P S`` writes).
 
-Each file is analysed by a fresh ``fairlab analyze FILE --json`` process; the script
-prints its wall time and peak RSS (the child's ``ru_maxrss``). Targets (issue 15
-item 4): the CSV in <= 10 s and <= 2 GiB.
+Each file is read by a fresh process twice: ``fairlab.ingest.load`` alone, and the
+whole ``fairlab analyze FILE --json``; the script prints each one's wall time and peak
+RSS (its own ``ru_maxrss``, interpreter start-up excluded from the time). Targets
+(issue 15 item 4): the CSV in <= 10 s and <= 2 GiB.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -69,20 +69,36 @@ def write_iperf3(path: Path, n_streams: int, n_intervals: int, seed: int = 3) ->
     path.write_text(json.dumps(doc))
 
 
-def run_analyze(path: Path, extra: list[str]) -> tuple[float, float, int]:
-    """(seconds, peak RSS in MiB, exit code) of one `fairlab analyze` process."""
-    code = "from fairlab.cli import main; main()"
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code, "analyze", str(path), "--json", *extra],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
-    wall = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+#: Child that prints its own wall time and peak RSS: import + load only, or the whole CLI.
+CHILD = """
+import resource, sys, time
+t0 = time.perf_counter()
+if sys.argv[1] == "load":
+    from fairlab.ingest import load
+    load(sys.argv[2])
+else:
+    import contextlib, io
+    from fairlab.cli import main
+    sys.argv = ["fairlab", "analyze", sys.argv[2], "--json"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main()
+        except SystemExit as exc:
+            if exc.code:
+                raise
+print(time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def run_child(mode: str, path: Path) -> tuple[float, float]:
+    """(seconds, peak RSS in MiB) of one fresh process: ``load`` = fairlab.ingest.load
+    only, ``analyze`` = the whole `fairlab analyze FILE --json`."""
+    proc = subprocess.run([sys.executable, "-c", CHILD, mode, str(path)], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        print(f"  exit {proc.returncode}: {proc.stderr.strip()[:300]}")
-    # ru_maxrss of RUSAGE_CHILDREN is the largest child so far (KiB on Linux): run
-    # the biggest case last, or read it as "at most".
-    return wall, max(peak, before) / 1024, proc.returncode
+        print(f"  {mode} failed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}")
+        return float("nan"), float("nan")
+    wall, rss = proc.stdout.split()[-2:]
+    return float(wall), float(rss)
 
 
 def main() -> None:
@@ -90,6 +106,7 @@ def main() -> None:
     ap.add_argument("--flows", type=int, default=1000)
     ap.add_argument("--samples", type=int, default=10_000)
     ap.add_argument("--streams", type=int, default=128)
+    ap.add_argument("--load-only", action="store_true", help="time fairlab.ingest.load only, not the whole analyze")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="fairlab-bench-ingest-") as tmp:
         d = Path(tmp)
@@ -104,10 +121,12 @@ def main() -> None:
         write_csv(pc, args.flows, args.samples)
         cases.append((f"plain CSV, {args.flows} flows x {args.samples} samples", pc, []))
         print(f"fairlab analyze, whole process; python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
-        for what, path, extra in cases:
+        print(f"{'file':52s} {'size':>8s}  {'load: s':>8s} {'MiB':>6s}  {'analyze: s':>10s} {'MiB':>6s}")
+        for what, path, _extra in cases:
             size = path.stat().st_size / 1e6
-            wall, rss, rc = run_analyze(path, extra)
-            print(f"{what:55s} {size:8.1f} MB  {wall:7.2f} s  peak RSS <= {rss:7.0f} MiB  exit {rc}")
+            lw, lr = run_child("load", path)
+            aw, ar = (float("nan"), float("nan")) if args.load_only else run_child("analyze", path)
+            print(f"{what:52s} {size:6.1f} MB  {lw:8.2f} {lr:6.0f}  {aw:10.2f} {ar:6.0f}", flush=True)
 
 
 if __name__ == "__main__":

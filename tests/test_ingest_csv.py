@@ -175,3 +175,17 @@ def test_flow_labels_and_time_from_the_earliest_start():
     assert tr.flows["start_s"].tolist() == [0.0, 2.0]
     assert tr.samples["t"].tolist() == [1.0, 2.0, 3.0]
     assert np.allclose(tr.samples["throughput_bps"], [1e9, 1.5e9, 0.5e9])
+
+
+def test_run_column_must_hold_whole_numbers_not_nan():
+    """A 'nan' run used to be cast to an arbitrary integer run number (found by the fuzz suite)."""
+    with pytest.raises(IngestError, match="line 3, field 'run': must be a whole number"):
+        load(csv_file("time,flow,throughput_bps,run\n1,a,5,0\n2,a,5,nan\n"))
+
+
+def test_byte_units_are_bytes():
+    """MBps is megabytes per second: 1 MBps = 8 Mbit/s (it was read as 1 Mbit/s)."""
+    tr = load(csv_file("time,flow,throughput_MBps\n1,a,1\n2,a,2.5\n"))
+    assert tr.samples["throughput_bps"].tolist() == [8e6, 20e6]
+    with pytest.raises(IngestError, match="case-exact"):
+        load(csv_file("time,flow,throughput_mbps\n1,a,1\n"))

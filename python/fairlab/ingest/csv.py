@@ -335,6 +335,8 @@ def _build(columns: dict[str, pa.ChunkedArray], cols: dict[str, tuple[int, str]]
         if key in INTEGER_COLUMNS:
             _refuse_first(present & ((v != np.floor(v)) | (np.abs(v) > 2**53)), v,
                           lambda x: f"must be a whole number, not {x!r}", source, where, what, name)
+        if key == "run":
+            _refuse_first(np.isnan(v), v, lambda x: f"must be a whole number, not {x!r}", source, where, what, name)
         extras[key] = v
     run = extras.pop("run").astype(np.int64) if "run" in extras else np.zeros(n, dtype=np.int64)
 
@@ -344,7 +346,7 @@ def _build(columns: dict[str, pa.ChunkedArray], cols: dict[str, tuple[int, str]]
         if pa.types.is_floating(flow_col.type):
             fl = pc.cast(flow_col, pa.float64()).to_numpy(zero_copy_only=False)
             whole = np.isfinite(fl) & (fl == np.floor(fl)) & (np.abs(fl) < 2**53)
-            flow_col = pa.chunked_array([pa.array(np.where(whole, np.nan_to_num(fl).astype(np.int64).astype(str),
+            flow_col = pa.chunked_array([pa.array(np.where(whole, np.where(whole, fl, 0).astype(np.int64).astype(str),
                                                            fl.astype(str)), mask=np.isnan(fl))])
         else:
             flow_col = pc.cast(flow_col, pa.string())

@@ -178,3 +178,16 @@ def test_unit_option_is_case_exact(tmp_path):
     assert means == [8e9, 4e9]
     code, out, err = run_cli(["analyze", str(p), "--unit", "gbps"])
     assert code == 2 and "'Gbps' or 'GBps'" in err
+
+
+def test_a_full_disk_while_plotting_is_one_sentence(tmp_path, monkeypatch):
+    import errno
+
+    import fairlab.report.plots as plots
+
+    def full(*_a, **_k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(plots, "plot_analysis", full)
+    code, out, err = run_cli(["analyze", str(REC / "two_clients_cubic.json"), "--plot", str(tmp_path / "figs")])
+    assert code == 2 and "No space left on device" in err and "Traceback" not in err

@@ -147,3 +147,17 @@ def test_explicit_access_rate_and_buffer_rtt_are_used_as_given():
     sc = Scenario.from_dict(_doc(access_rate="1bit", buffer_rtt="1ms"))
     assert sc.resolve()["access_rate_bps"] == 1
     assert sc.reference_rtt == 1_000_000
+
+
+def test_a_broken_calibration_file_is_refused_when_the_campaign_is_planned(tmp_path):
+    """Measured calibration files used to be read only by the report, after every run
+    had finished; now planning reads them and names the file."""
+    from fairlab.campaign.plan import load_campaign
+
+    bad = tmp_path / "self.csv"
+    bad.write_text("time,flow,throughput_Mbps\n1,a,5\n2,a,nan\n")
+    spec = tmp_path / "c.toml"
+    spec.write_text('name = "m"\nduration = "12s"\n[bottleneck]\nrate = "10Mbit"\n[analysis]\nnru = true\n'
+                    'calibration_files = ["self.csv"]\n[[flows]]\ncca = "reno"\nrtt = "20ms"\n')
+    with pytest.raises(ScenarioError, match=r"analysis.calibration_files.*self.csv: line 3, field 'throughput_Mbps'"):
+        load_campaign(spec)

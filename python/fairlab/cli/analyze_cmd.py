@@ -33,14 +33,15 @@ def analyze(
 ) -> None:
     """Per-flow throughput, Jain's index both ways, NRU (with --calibration) and harm (with --baseline)."""
     check_options(epoch=epoch, uc=uc, plot=plot)
+    win = parse_window(window)  # every option is checked before anything is read or printed
     offsets = parse_offsets(offset, files)
     trace = load_inputs(files, labels=label, unit=unit, offsets=offsets)
     cal = load_inputs(calibration, unit=unit) if calibration else None
     base = load_inputs(baseline, unit=unit) if baseline else None
+    result = run_analysis(trace, window=win, run=run, calibration=cal, baseline=base, epoch=epoch, u_c=uc, k=hold)
     if epoch is not None and cal is None:
         # stderr: with --json, stdout carries the JSON document only.
         err_console.print("[yellow]note:[/] --epoch gives NRU convergence times, which need --calibration; ignoring it")
-    result = run_analysis(trace, window=parse_window(window), run=run, calibration=cal, baseline=base, epoch=epoch, u_c=uc, k=hold)
     written: list[Path] = []
     if plot is not None:
         from ..report.plots import plot_analysis

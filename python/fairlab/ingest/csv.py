@@ -319,7 +319,8 @@ def _build(columns: dict[str, pa.ChunkedArray], cols: dict[str, tuple[int, str]]
     thr_name = cols["throughput"][1]
     _refuse_first(~np.isfinite(raw), raw, lambda v: f"must be a finite number, not {v!r}", source, where, what, thr_name)
     _refuse_first(raw < 0, raw, lambda v: f"must not be negative (got {v!r})", source, where, what, thr_name)
-    thr = raw * factor
+    with np.errstate(over="ignore"):  # an overflow to inf is refused just below
+        thr = raw * factor
     _refuse_first(thr > MAX_RATE_BPS, raw, lambda v: f"is {v!r} {unit}, more than any link carries (the ceiling is "
                   f"{MAX_RATE_BPS:g} bit/s; check the unit)", source, where, what, thr_name)
     extras: dict[str, np.ndarray] = {}

@@ -7,7 +7,7 @@ from typing import Callable
 from .scenario import Scenario
 from .trace import Trace
 
-BACKENDS = ("sim", "live")
+BACKENDS = ("sim", "live", "vm")
 
 
 def run_scenario(
@@ -18,7 +18,7 @@ def run_scenario(
     run_index: int = 0,
     progress: Callable[[float], bool | None] | None = None,
 ) -> Trace:
-    """Run ``scenario`` once on ``backend`` ("sim" or "live") with ``seed``."""
+    """Run ``scenario`` once on ``backend`` ("sim", "live" or "vm") with ``seed``."""
     if backend == "sim":
         from .backends.sim import simulate
 
@@ -29,4 +29,14 @@ def run_scenario(
         # The live backend reports stages; callers here get elapsed seconds, like the simulator's.
         live_progress = None if progress is None else (lambda p: progress(p.elapsed_s))
         return run_live(scenario, seed=scenario.seed if seed is None else seed, run_index=run_index, progress=live_progress)
+    if backend == "vm":
+        from .backends.vm.runner import run_vm
+
+        # The guest runs in virtual time and reports nothing until it ends; what the
+        # backend says (the one-time image build, the boot) goes to stderr so a first
+        # run that downloads and builds the image is not silent for a minute.
+        import sys
+
+        return run_vm(scenario, seed=scenario.seed if seed is None else seed, run_index=run_index,
+                      progress=lambda s: print(s, file=sys.stderr, flush=True))
     raise ValueError(f"unknown backend {backend!r}; allowed: {', '.join(BACKENDS)}")

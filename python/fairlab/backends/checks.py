@@ -41,6 +41,19 @@ def check_bottleneck(scenario: Scenario, where: str) -> None:
     _engine_check(scenario, resolved, where)
 
 
+def check_vm(scenario: Scenario, where: str) -> None:
+    """Everything the vm backend would refuse: a congestion control the guest kernel
+    lacks, a qdisc Linux lacks, parameters it cannot translate (`vm.plan.check`)."""
+    from .vm.errors import VmError
+    from .vm.image import find
+    from .vm.plan import check
+
+    try:
+        check(scenario, find(), where)
+    except VmError as e:
+        raise ScenarioError(str(e) if str(e).startswith(where) else f"{where}: {e}") from None
+
+
 def _check_qdisc_name(scenario: Scenario, where: str) -> None:
     qdiscs = [name for name, _, _ in qdisc_table()]
     if scenario.bottleneck.qdisc not in qdiscs:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..backends.checks import check_bottleneck, check_simulatable
+from ..backends.checks import check_bottleneck, check_simulatable, check_vm
 from ..scenario import Scenario, ScenarioError, read_toml
 
 _INDEX = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(\[(?P<idx>\*|\d+)\])?$")
@@ -102,6 +102,24 @@ def _engine() -> str:
     return engine_hash()
 
 
+def vm_kernel_identity() -> str:
+    """The vm image's key: it hashes the kernel and every package of the guest, so a
+    different kernel never reuses a stored run (DESIGN.md, virtual time)."""
+    from ..backends.vm.image import find
+
+    return find().key
+
+
+def vm_dccpgen_identity() -> str | None:
+    """The DCCP generator's hash: runs with DCCP flows carry it into the guest."""
+    import hashlib as _h
+
+    from ..backends.vm.image import dccpgen_binary
+
+    gen = dccpgen_binary()
+    return _h.sha256(gen.read_bytes()).hexdigest()[:16] if gen else None
+
+
 def run_key(resolved: dict[str, Any], seed: int, backend: str) -> str:
     """Content address of one run: the resolved scenario (with its seed), the backend,
     the fairlab version and, for the simulator, the engine build's fingerprint
@@ -109,6 +127,10 @@ def run_key(resolved: dict[str, Any], seed: int, backend: str) -> str:
     doc = {"scenario": {**resolved, "seed": seed}, "backend": backend, "fairlab": __version__}
     if backend == "sim":
         doc["engine"] = _engine()
+    elif backend == "vm":
+        doc["kernel"] = vm_kernel_identity()
+        if any(f.get("cca") == "ccid2" for f in resolved.get("flows", [])):
+            doc["dccpgen"] = vm_dccpgen_identity()
     return hashlib.sha256(canonical_json(doc).encode()).hexdigest()[:24]
 
 
@@ -293,6 +315,8 @@ def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "s
         model = Scenario.from_dict(d, source=f"{source} [{label}]")
         if check and backend == "sim":
             check_simulatable(model, f"{source} [{label}]")
+        elif check and backend == "vm":
+            check_vm(model, f"{source} [{label}]")
         elif check:
             check_bottleneck(model, f"{source} [{label}]")
         cond = _condition_id(d, kind)

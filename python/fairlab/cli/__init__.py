@@ -11,7 +11,7 @@ import sys
 import typer
 from rich.markup import escape
 
-from . import analyze_cmd, campaign_cmds, compare_cmd, list_cmd, live_cmd, plan_cmd, run_cmd
+from . import analyze_cmd, campaign_cmds, compare_cmd, list_cmd, live_cmd, plan_cmd, run_cmd, validate_cmd, vm_cmd
 from .common import USER_ERRORS, err_console
 
 app = typer.Typer(
@@ -25,11 +25,13 @@ app.command("analyze")(analyze_cmd.analyze)
 app.command("run")(run_cmd.run)
 app.command("plan")(plan_cmd.plan)
 app.command("compare")(compare_cmd.compare)
+app.command("validate")(validate_cmd.validate)
 app.command("reproduce")(campaign_cmds.reproduce)
 app.command("report")(campaign_cmds.report)
 app.command("query")(campaign_cmds.query)
 app.add_typer(list_cmd.app, name="list")
 app.add_typer(live_cmd.app, name="live")
+app.add_typer(vm_cmd.app, name="vm")
 
 
 #: Options that take one or more values (`--calibration a.json b.json`). Click options

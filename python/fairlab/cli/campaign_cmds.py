@@ -54,7 +54,7 @@ def query(
 def reproduce(
     name: str = typer.Argument(..., help="preset name (fairlab list presets)"),
     quick: bool = typer.Option(False, "--quick", help="a shortened version that finishes within ~2 minutes on 2 cores"),
-    backend: str = typer.Option("sim", "--backend", help="sim or live"),
+    backend: str = typer.Option("sim", "--backend", help="sim, live or vm"),
     out: Optional[Path] = typer.Option(None, "--out", help="campaign directory (default out/<preset>[-quick])"),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="local worker processes (default: all cores)"),
     dask: Optional[str] = typer.Option(None, "--dask", help="'local' or a Dask scheduler address"),
@@ -74,6 +74,11 @@ def reproduce(
 
         doc, live_notes = live_document(name, doc)
         notes += live_notes
+    elif backend == "vm":
+        from ..presets import vm_document
+
+        doc, vm_notes = vm_document(name, doc)
+        notes += vm_notes
     campaign = expand(doc, source=f"preset {name}", backend=backend)
     out_dir = out or Path("out") / doc["name"]
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -19,10 +19,11 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 def _user_errors() -> tuple[type[BaseException], ...]:
     from .._core import SimulationError
     from ..backends.live.errors import LiveError
+    from ..backends.vm.errors import VmError
     from ..campaign.store import StoreError
     from ..ingest import IngestError
 
-    return (AnalysisError, ScenarioError, TraceError, StoreError, FileNotFoundError, IngestError, LiveError, SimulationError)
+    return (AnalysisError, ScenarioError, TraceError, StoreError, FileNotFoundError, IngestError, LiveError, VmError, SimulationError)
 
 
 USER_ERRORS = _user_errors()

@@ -1,4 +1,6 @@
-"""`fairlab compare SCENARIO`: the simulator's prediction beside real Linux TCP.
+"""`fairlab compare SCENARIO`: the simulator's prediction beside real Linux TCP —
+the host's kernel (``--reference live``, root) or a stock kernel in a QEMU guest in
+virtual time (``--reference vm``, no root, immune to host load).
 
 One run per backend says little about a pair whose result turns on which flow loses
 first; `--runs N` (default: the scenario's `runs`) repeats both sides with the seeds a
@@ -25,7 +27,7 @@ from ..trace import Trace, concat
 from .common import console, err_console
 from .render import fmt_rate_pm
 
-BACKENDS = ("sim", "live")
+REFERENCES = ("live", "vm")
 
 
 def compare(
@@ -34,9 +36,15 @@ def compare(
     runs: Optional[int] = typer.Option(None, "--runs", min=1, help="runs per backend (default: the scenario's runs); run k uses the seed a campaign derives for it"),
     out: Optional[Path] = typer.Option(None, "--out", help="directory for both traces (default out/<name>-compare)"),
     as_json: bool = typer.Option(False, "--json", help="print both sides' analyses and their summary as one JSON document"),
+    reference: str = typer.Option("live", "--reference", help="the real kernel to hold the simulator against: live (this host's kernel, root) or vm (a stock kernel in QEMU)"),
 ) -> None:
-    """Run a scenario on both backends (simulator, then live — root) and show per-flow
+    """Run a scenario on the simulator and on real Linux TCP and show per-flow
     throughput and Jain's index side by side."""
+    if reference not in REFERENCES:
+        from ..analysis import AnalysisError
+
+        raise AnalysisError(f"--reference {reference!r} is not known; allowed: {', '.join(REFERENCES)}")
+    BACKENDS = ("sim", reference)
     model = load_scenario(scenario)
     base = model.seed if seed is None else seed
     n = model.runs if runs is None else runs
@@ -56,7 +64,7 @@ def compare(
         traces[backend].to_parquet(out_dir / f"{backend}.parquet")
         analyses[backend] = [analyze(traces[backend], window=window, run=k) for k in range(n)]
     summary = {b: _summary(analyses[b]) for b in BACKENDS}
-    live_meta = traces["live"].meta
+    ref_meta = traces[reference].meta
     if as_json:
         doc: dict[str, Any] = {
             "scenario": str(scenario),
@@ -65,20 +73,24 @@ def compare(
             "seeds": seeds,
             "summary": {b: _summary_json(summary[b]) for b in BACKENDS},
             "sim": analyses["sim"][0].to_dict(),
-            "live": analyses["live"][0].to_dict(),
+            "reference": reference,
+            reference: analyses[reference][0].to_dict(),
             "per_run": {b: [a.to_dict() for a in analyses[b]] for b in BACKENDS},
-            "live_meta": {k: live_meta.get(k) for k in ("emulation", "kernel", "warnings")},
+            f"{reference}_meta": {k: ref_meta.get(k) for k in ("emulation", "kernel", "warnings", "vm") if k in ref_meta},
         }
         print(json.dumps(doc, indent=2, allow_nan=False, default=str))
         return
-    _print_tables(model.name, analyses, summary, n)
-    for w in live_meta.get("warnings", []) or []:
-        console.print(f"[yellow]live warning:[/] {escape(str(w))}")
-    emu = live_meta.get("emulation") or {}
-    how = f"{emu.get('path', '?')} — {emu.get('why', '')}" if isinstance(emu, dict) else str(emu)
-    console.print(f"live emulation: {escape(how)}")
+    _print_tables(model.name, analyses, summary, n, reference)
+    for w in ref_meta.get("warnings", []) or []:
+        console.print(f"[yellow]{reference} warning:[/] {escape(str(w))}")
+    if reference == "live":
+        emu = ref_meta.get("emulation") or {}
+        how = f"{emu.get('path', '?')} — {emu.get('why', '')}" if isinstance(emu, dict) else str(emu)
+        console.print(f"live emulation: {escape(how)}")
+    else:
+        console.print(f"vm: kernel {escape(str(ref_meta.get('kernel')))}, image {escape(str((ref_meta.get('vm') or {}).get('image_key')))}")
     runs_note = f" ({n} runs each, column `run`)" if n > 1 else ""
-    console.print(f"traces in {out_dir}/sim.parquet and {out_dir}/live.parquet{runs_note}")
+    console.print(f"traces in {out_dir}/sim.parquet and {out_dir}/{reference}.parquet{runs_note}")
 
 
 def _summary(analyses: list[Analysis]) -> dict[str, Any]:
@@ -103,20 +115,20 @@ def _summary_json(summary: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _print_tables(name: str, analyses: dict[str, list[Analysis]], summary: dict[str, Any], n: int) -> None:
+def _print_tables(name: str, analyses: dict[str, list[Analysis]], summary: dict[str, Any], n: int, reference: str) -> None:
     sim0 = analyses["sim"][0]
     over = f", mean ± std over {n} runs" if n > 1 else ""
-    t = Table(title=f"{name}: simulator vs live (window {sim0.window[0]:g}–{sim0.window[1]:g} s{over})", title_justify="left")
-    for c in ("flow", "cca", "sim throughput", "live throughput", "live / sim"):
+    t = Table(title=f"{name}: simulator vs {reference} (window {sim0.window[0]:g}–{sim0.window[1]:g} s{over})", title_justify="left")
+    for c in ("flow", "cca", "sim throughput", f"{reference} throughput", f"{reference} / sim"):
         t.add_column(c, justify="left" if c in ("flow", "cca") else "right")
-    for fs, fl in zip(summary["sim"]["flows"], summary["live"]["flows"]):
+    for fs, fl in zip(summary["sim"]["flows"], summary[reference]["flows"]):
         ss, sl = fs["mean_bps"], fl["mean_bps"]
         ratio = "—" if not ss.mean or sl.mean is None else f"{sl.mean / ss.mean:.2f}"
         t.add_row(fs["label"], fs["cca"] or "—", fmt_rate_pm(ss.mean, ss.std), fmt_rate_pm(sl.mean, sl.std), ratio)
     console.print(t)
     j = Table(title="Jain's index", title_justify="left")
-    for c in ("variant", "sim", "live"):
+    for c in ("variant", "sim", reference):
         j.add_column(c, justify="left" if c == "variant" else "right")
     for name, key in (("mean of J(t)", "jain_mean_jt"), ("J of mean throughputs", "jain_of_means")):
-        j.add_row(name, fmt_stat(summary["sim"][key], dp=4), fmt_stat(summary["live"][key], dp=4))
+        j.add_row(name, fmt_stat(summary["sim"][key], dp=4), fmt_stat(summary[reference][key], dp=4))
     console.print(j)

@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from ..analysis import analyze
 from ..campaign.plan import load_campaign
-from ..runner import run_scenario
+from ..runner import BACKENDS, run_scenario
 from ..scenario import Scenario
 from .common import console, err_console
 from .render import print_analysis
@@ -23,7 +23,7 @@ def run(
     scenario: Path = typer.Argument(..., help="scenario TOML file (a \\[sweep] table or runs > 1 makes it a campaign)"),
     seed: Optional[int] = typer.Option(None, "--seed", help="override the scenario's base seed"),
     out: Optional[Path] = typer.Option(None, "--out", help="output directory (default out/<scenario name>)"),
-    backend: str = typer.Option("sim", "--backend", help="sim (packet-level simulator) or live (network namespaces, root)"),
+    backend: str = typer.Option("sim", "--backend", help="sim (packet-level simulator), live (network namespaces, root) or vm (a stock Linux kernel in QEMU, virtual time)"),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="campaigns: local worker processes (default: all cores)"),
     dask: Optional[str] = typer.Option(None, "--dask", help="campaigns: run on Dask: 'local' or a scheduler address tcp://host:8786"),
     as_json: bool = typer.Option(False, "--json", help="single runs: print the same JSON document as `fairlab analyze --json`"),
@@ -34,10 +34,10 @@ def run(
     doc = read_toml(scenario)
     if seed is not None:
         doc["seed"] = seed
-    if backend not in ("sim", "live"):
+    if backend not in BACKENDS:
         from ..analysis import AnalysisError
 
-        raise AnalysisError(f"--backend {backend!r} is not known; allowed: sim, live")
+        raise AnalysisError(f"--backend {backend!r} is not known; allowed: {', '.join(BACKENDS)}")
     campaign = _campaign(doc, scenario, backend)
     out_dir = out or Path("out") / campaign.name
     if len(campaign.tasks) == 1 and not doc.get("sweep"):

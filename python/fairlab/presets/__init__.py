@@ -215,3 +215,65 @@ def live_document(name: str, doc: dict[str, Any]) -> tuple[dict[str, Any], list[
         notes.append(PRESETS[name].live_note + "; buffer 300 kB (60% of the BDP, as in the lab) and socket buffers 2·BDP = 1 MB scaled with it; 1 run")
         return doc, notes
     raise ScenarioError(f"preset {name!r} has no live variant; live presets: bhatti2008-dccp, usc-lab10")
+
+
+#: Queue disciplines of the seed papers that Linux never had (vm runs refuse them).
+_NOT_IN_LINUX = {"blue", "zrtt", "mrtt", "prto", "csfq"}
+
+
+def vm_document(name: str, doc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Adapt a preset for the vm backend (a stock 6.1 kernel in QEMU): the kernel's own
+    congestion-control constants, no control Linux lacks, and rates software emulation
+    can carry. Returns the document and notes saying what changed."""
+    doc = copy.deepcopy(doc)
+    notes: list[str] = []
+    qdiscs = {doc.get("bottleneck", {}).get("qdisc", "droptail")}
+    for v in (doc.get("sweep") or {}).values():
+        for item in v if isinstance(v, list) else []:
+            if isinstance(item, dict) and "bottleneck.qdisc" in item:
+                qdiscs.add(item["bottleneck.qdisc"])
+            elif isinstance(item, str):
+                qdiscs.add(item)
+    if qdiscs & _NOT_IN_LINUX:
+        raise ScenarioError(f"preset {name!r} compares router mechanisms Linux never had ({', '.join(sorted(qdiscs & _NOT_IN_LINUX))}), "
+                            "so it has no vm variant; run it with --backend sim")
+
+    def strip_params(flows: list[dict[str, Any]]) -> bool:
+        had = False
+        for f in flows:
+            if f.pop("params", None):
+                had = True
+        return had
+
+    had_params = strip_params(doc.get("flows", []))
+    for v in (doc.get("sweep") or {}).values():
+        for item in v if isinstance(v, list) else []:
+            if isinstance(item, dict):
+                for k in [k for k in item if k.endswith(".params")]:
+                    item.pop(k)
+                    had_params = True
+                if isinstance(item.get("flows"), list):
+                    had_params |= strip_params(item["flows"])
+    if had_params:
+        notes.append("vm: the kernel's own congestion-control constants (Linux 6.1's BIC, CUBIC and Scalable, not the "
+                     "2.6.22 ones the paper's hosts ran: a module parameter would apply to every flow)")
+    if any(f.get("cca") == "compound" for f in doc.get("flows", [])):
+        doc["flows"] = [f for f in doc["flows"] if f.get("cca") != "compound"]
+        notes.append("vm: Compound TCP was never merged into Linux, so that flow is left out")
+    rate = doc.get("bottleneck", {}).get("rate", "")
+    if name in ("xue-10g-aqm", "usc-lab10") and rate not in ("100Mbit",):
+        doc["bottleneck"]["rate"] = "100Mbit"
+        notes.append(f"vm: scaled from {rate} to 100 Mbit/s (software emulation carries a few hundred Mbit/s); buffers "
+                     "given as % of BDP scale with it")
+        if name == "usc-lab10":
+            doc["bottleneck"]["buffer"] = "60%bdp"
+            for f in doc.get("flows", []):
+                f.pop("rwnd", None)
+            for item in doc.get("sweep", {}).get("experiment", []):
+                for f in item.get("flows", []):
+                    f.pop("rwnd", None)
+    if name == "bhatti2008-dccp":
+        doc["sweep"]["flows[*].rtt"] = ["25ms", "100ms", "200ms"]
+        notes.append("vm: 3 RTTs (25, 100, 200 ms) of the paper's 8")
+    doc["name"] = doc["name"] + "-vm"
+    return doc, notes

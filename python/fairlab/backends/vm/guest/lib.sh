@@ -1,0 +1,118 @@
+# Helpers for /fairlab/run.sh (sourced by /init). Every tool is called by its full
+# path: busybox's sh would otherwise run its own `ip`/`tc` applets.
+IP=/usr/sbin/ip
+TC=/usr/sbin/tc
+ETHTOOL=/usr/sbin/ethtool
+IPERF3=/usr/bin/iperf3
+DCCPGEN=/usr/bin/fairlab-dccpgen
+
+# The first failure ends the run: its sentence goes to error.txt and the host
+# reports it; later steps are skipped.
+fl_fail() {
+  [ -f $RES/error.txt ] || echo "$*" > $RES/error.txt
+  exit 1
+}
+
+# Monotonic guest time in ns (CLOCK_MONOTONIC, which under -icount is virtual time).
+fl_now() {
+  sed -n 's/^now at \([0-9]*\) nsecs$/\1/p;3q' /proc/timer_list
+}
+
+# Sleep until monotonic time $1 (ns); returns at once if it has passed.
+fl_sleep_until() {
+  _now=$(fl_now)
+  _d=$(($1 - _now))
+  [ $_d -le 0 ] && return 0
+  sleep "$((_d / 1000000000)).$(printf %09d $((_d % 1000000000)))"
+}
+
+fl_ns() {
+  _ns=$1; shift
+  $IP netns exec "$_ns" "$@"
+}
+
+# Load modules in the given order; a module that does not load is an error (a run
+# that silently lacks a module is a different experiment).
+fl_load_modules() {
+  for m in $(cat /fairlab/modules); do
+    out=$(insmod /lib/modules/$m.ko 2>&1) || fl_fail "module $m did not load: $out"
+  done
+}
+
+fl_boot_checks() {
+  (
+    fl_load_modules
+    # High-resolution timers: without them the guest ticks every 4 ms (HZ 250) and
+    # paced senders such as BBR collapse (docs/vm.md).
+    grep -q 'hres_active.*: 1' /proc/timer_list \
+      || fl_fail "the guest kernel runs without high-resolution timers (hres_active 0 in /proc/timer_list); QEMU needs -cpu ...,+arat"
+    cat /proc/modules > $RES/modules.txt
+    uname -r > $RES/uname.txt
+    cat /sys/devices/system/clocksource/clocksource0/current_clocksource > $RES/clocksource.txt
+    cat /proc/cmdline > $RES/cmdline.txt
+  ) || true
+}
+
+# Sample the bottleneck's qdisc counters at t0 + k*interval until told to stop.
+# usage: fl_sampler NS DEV T0_NS INTERVAL_NS COUNT
+fl_sampler() {
+  _k=1
+  while [ $_k -le $5 ]; do
+    fl_sleep_until $(($3 + _k * $4))
+    [ -f $RES/stop-sampler ] && break
+    echo "T $(fl_now)" >> $RES/qdisc-samples.txt
+    fl_ns $1 $TC -s -j qdisc show dev $2 >> $RES/qdisc-samples.txt
+    echo >> $RES/qdisc-samples.txt
+    _k=$((_k + 1))
+  done
+}
+
+# Start one client at monotonic time $2 (ns) and stamp its launch in launch-$1.
+# usage: fl_launch K T_NS NS ARGV...
+fl_launch() {
+  _k=$1; _t=$2; _ns=$3; shift 3
+  (
+    fl_sleep_until $_t
+    echo "$(fl_now)" > $RES/launch-$_k
+    exec $IP netns exec "$_ns" "$@"
+  ) > $RES/client-$_k.out 2> $RES/client-$_k.err &
+  echo $! > $RES/client-$_k.pid
+}
+
+# Wait until every TCP port in $2... is listening in namespace $1 (bounded), read
+# from /proc/net/tcp and tcp6 (iperf3 listens on a dual-stack IPv6 socket; state
+# 0A = LISTEN; ports in hex). DCCP servers have no such
+# table: for them the fixed lead before t0 is the wait.
+fl_wait_listening() {
+  _ns=$1; shift
+  _tries=0
+  while :; do
+    _have=$(fl_ns $_ns cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$4 == "0A" { split($2, a, ":"); print a[2] }')
+    _ok=1
+    for p in "$@"; do
+      _hex=$(printf %04X $p)
+      echo "$_have" | grep -q "^$_hex\$" || _ok=0
+    done
+    [ $_ok = 1 ] && return 0
+    _tries=$((_tries + 1))
+    [ $_tries -gt 200 ] && fl_fail "the traffic servers were not listening after 2 s (ports $*)"
+    sleep 0.01
+  done
+}
+
+fl_collect_final() {
+  fl_ns r $TC -s -d -j qdisc show > $RES/qdisc-final.json 2>&1
+  fl_ns r $TC -s -d -j class show dev rd > $RES/class-final.json 2>&1
+  fl_ns s0 /bin/sysctl -a 2>/dev/null | grep '^net\.ipv4\.tcp_' > $RES/sysctl-sender.txt
+  fl_ns d /bin/sysctl -a 2>/dev/null | grep '^net\.ipv4\.tcp_' > $RES/sysctl-receiver.txt
+  cat /proc/modules > $RES/modules-end.txt
+}
+
+fl_export() {
+  echo "$(fl_now)" > $RES/t_end
+  cd $RES && tar cf /tmp/res.tar . && gzip -9 -n /tmp/res.tar
+  _sum=$(sha256sum /tmp/res.tar.gz | cut -d' ' -f1)
+  echo "@@FAIRLAB-RESULT-BEGIN"
+  base64 /tmp/res.tar.gz
+  echo "@@FAIRLAB-RESULT-END $_sum"
+}

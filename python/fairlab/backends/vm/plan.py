@@ -1,0 +1,354 @@
+"""A scenario as the guest runs it: the dumbbell, the qdiscs, the flows, as a script.
+
+Read this first. Inside the guest (one kernel, one CPU, virtual time):
+
+```
+  ns s0 (10.1.0.2) e0 ─ veth ─ r0 ┐                ┌ rd ─ veth ─ d0  ns d (10.0.0.2)
+  ns s1 (10.1.1.2) e0 ─ veth ─ r1 ┤ ns r (router,  │                 one traffic server
+   ...                            ┘  ip_forward)   │                 per flow
+                                     rd egress: htb at the bottleneck rate
+                                                 └ child qdisc = the scenario's
+```
+
+- Propagation delay: ``netem delay rtt/2`` on the sender's ``e0`` (data direction)
+  and on the router's ``rK`` (ACK direction), so the base RTT is the flow's ``rtt``,
+  split equally both ways as in Bhatti et al. (2008). Never on ``rd``: netem never
+  shares a qdisc with the bottleneck. netem's ``limit`` is the live backend's
+  `netem_limit` (far above anything in flight), so netem never drops.
+- Bottleneck: htb on ``rd`` at the rate (it counts whole Ethernet frames, 1514 B for
+  a full segment), and the scenario's queue discipline as htb's child, translated
+  by `qdisc_args`.
+- Every value in the script comes from the validated scenario (integers and names
+  checked against the image's manifest) and is quoted with `shlex.join`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...scenario import Scenario
+from ..live import iperf
+from ..live.kernel_link import TRANSLATABLE, aqm_args, buffer_bytes, buffer_packets, netem_limit
+from ..live.netns import HEADER_BYTES
+from ..live.runner import RMEM_MIN_DEFAULT, WMEM_MIN_DEFAULT, socket_buffer_max, start_offsets_ns
+from .errors import VmError
+from .image import Image, dccpgen_binary
+
+
+class VmPlanError(VmError):
+    """The vm backend cannot run this scenario; the message names the field and the
+    backends that can."""
+
+
+#: fairlab queue disciplines with no Linux implementation.
+NOT_IN_LINUX = {
+    "blue": "BLUE (Feng et al. 2002) was never merged into Linux (sfb is its stochastic-fair variant)",
+    "zrtt": "ZRTT (Zhang & Ye 2004) is a research mechanism",
+    "mrtt": "MRTT is a research mechanism",
+    "prto": "PRTO is a research mechanism",
+    "csfq": "CSFQ (Stoica et al. 1998) is a research mechanism",
+}
+#: Kernel-only qdiscs the vm backend offers by their tc names, each sized from the
+#: buffer the way its own `limit` counts: (unit of `limit`, extra fixed arguments).
+KERNEL_ONLY = {
+    "sfb": ("packets", []),
+    "sfq": ("packets", []),
+    "fq": ("packets", []),
+    "fq_pie": ("packets", []),
+    "hhf": ("packets", []),
+    "cake": ("bytes", ["unlimited"]),
+    "pfifo": ("packets", []),
+    "bfifo": ("bytes", []),
+}
+#: Guest address plan (module doc): receiver subnet and the sender subnets' first octet pair.
+RECEIVER_IP, ROUTER_RX_IP = "10.0.0.2", "10.0.0.1"
+#: Seconds of virtual time between the servers listening and scenario time 0.
+LEAD_NS = 200_000_000
+#: Grace after the last flow's scheduled end before the guest stops a stuck client.
+GRACE_NS = 10_000_000_000
+MAX_FLOWS = 1000
+#: Parts of the core kernel with a module-like name (no module to load).
+CORE = {"tcp_reno", "sch_pfifo", "sch_bfifo"}
+_TOKEN = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class GuestFlow:
+    index: int
+    label: str
+    cca: str
+    tool: str  # "iperf3" or "dccpgen"
+    port: int
+    offset_ns: int
+    seconds: int
+    sender_ip: str
+    router_ip: str
+
+
+@dataclass
+class GuestPlan:
+    """Everything one run sends into the guest, and what the host needs to read the results."""
+
+    script: str
+    modules: list[str]
+    flows: list[GuestFlow]
+    qdisc: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    interval_ns: int = 1_000_000_000
+    duration_ns: int = 0
+
+
+def sender_ips(k: int) -> tuple[str, str]:
+    """(sender, router) addresses of sender ``k``: 10.(1 + k // 256).(k % 256).{2,1}."""
+    a, b = 1 + k // 256, k % 256
+    return f"10.{a}.{b}.2", f"10.{a}.{b}.1"
+
+
+def qdisc_args(resolved: dict[str, Any]) -> tuple[str, list[str]]:
+    """(kernel qdisc, its `tc` arguments) for the scenario's bottleneck queue."""
+    bn = resolved["bottleneck"]
+    q, p = bn["qdisc"], bn["params"]
+    if q in NOT_IN_LINUX:
+        raise VmPlanError(f"field `bottleneck.qdisc`: {q!r} has no Linux implementation ({NOT_IN_LINUX[q]}), so the vm "
+                          "backend cannot run it; the sim backend has it, and so does the live backend's linkem path")
+    if q in TRANSLATABLE:
+        extra = sorted(set(p) - TRANSLATABLE[q])
+        if extra:
+            raise VmPlanError(f"field `bottleneck.params`: {q} parameter(s) {extra} have no Linux equivalent; the vm backend "
+                              f"translates only {sorted(TRANSLATABLE[q]) or 'none'} (docs/vm.md, 'Queue disciplines')")
+        args = aqm_args(resolved)
+        return args[0], args
+    if q in KERNEL_ONLY:
+        unit, fixed = KERNEL_ONLY[q]
+        limit = buffer_packets(resolved) if unit == "packets" else buffer_bytes(resolved)
+        args = [q, "memlimit" if q == "cake" else "limit", str(limit), *fixed]
+        for key, value in sorted(p.items()):
+            if isinstance(value, bool):
+                if value:
+                    args.append(key)
+                continue
+            token = f"{value:g}" if isinstance(value, float) else str(value)
+            if not _TOKEN.match(key) or not _TOKEN.match(token):
+                raise VmPlanError(f"field `bottleneck.params.{key}`: a kernel qdisc parameter is a tc keyword and a "
+                                  "plain value (letters, digits, `_.:-`)")
+            args += [key, token]
+        return q, args
+    raise VmPlanError(f"field `bottleneck.qdisc`: the vm backend has no queue discipline {q!r}; it has droptail, "
+                      f"{', '.join(sorted(TRANSLATABLE) [1:])} and the kernel's {', '.join(sorted(KERNEL_ONLY))}")
+
+
+def check(scenario: Scenario, image: Image, where: str = "") -> None:
+    """Raise `VmPlanError` for anything the vm backend would refuse (runs nothing)."""
+    build(scenario, image, seed=scenario.seed, where=where)
+
+
+def build(scenario: Scenario, image: Image, *, seed: int, where: str = "", offloads: bool = False) -> GuestPlan:
+    """The guest script and module list of one run of ``scenario`` with ``seed``."""
+    pre = f"{where}: " if where else ""
+    resolved = scenario.resolve(seed=seed)
+    flows = resolved["flows"]
+    labels = [label for label, _ in scenario.expanded_flows()]
+    notes: list[str] = []
+    if len(flows) > MAX_FLOWS:
+        raise VmPlanError(f"{pre}the vm backend runs at most {MAX_FLOWS} flows (one sender namespace each in one guest); "
+                          f"this scenario has {len(flows)}")
+    interval_s = resolved["interval_ns"] / 1e9
+    if not iperf.MIN_INTERVAL_S <= interval_s <= iperf.MAX_INTERVAL_S:
+        raise VmPlanError(f"{pre}field `interval`: iperf3 reports every 0.1 to 60 s, so a vm run cannot sample every "
+                          f"{interval_s:g} s")
+    if resolved["bottleneck"]["loss_rate"]:
+        raise VmPlanError(f"{pre}field `bottleneck.loss_rate` is simulator-only (random loss is not a property of a "
+                          "Linux queue); remove it or use --backend sim")
+    try:
+        child, child_args = qdisc_args(resolved)
+    except VmPlanError as exc:
+        raise VmPlanError(f"{pre}{exc}") from None
+    modules = ["veth", "sch_htb", "sch_netem", f"sch_{child}"]
+    ccas = set(image.ccas())
+    tools = []
+    for i, f in enumerate(flows):
+        cca = f["cca"]
+        if cca == "ccid2":
+            if not image.manifest.get("dccp"):
+                raise VmPlanError(f"{pre}flow {labels[i]}: ccid2 needs DCCP, and kernel {image.release} has no dccp_ipv4 module")
+            if dccpgen_binary() is None:
+                raise VmPlanError(f"{pre}flow {labels[i]}: ccid2 needs fairlab's DCCP traffic generator, which is not "
+                                  "built; build it with `make dccpgen` (or set FAIRLAB_DCCPGEN to its path)")
+            modules.append("dccp_ipv4")
+            tools.append("dccpgen")
+            continue
+        if cca not in ccas:
+            raise VmPlanError(f"{pre}flow {labels[i]}: kernel {image.release} has no congestion control {cca!r}; it has "
+                              f"{', '.join(sorted(ccas))} (fairlab vm doctor); compound and the RTT-aware router mechanisms "
+                              "are simulator-only")
+        if f["params"]:
+            raise VmPlanError(f"{pre}flow {labels[i]}: congestion-control parameters {sorted(f['params'])} are not applied "
+                              "in the vm backend (a kernel module parameter holds for every flow of the guest); remove "
+                              "them, or give the kernel your own module defaults with --kernel/--modules")
+        modules.append(f"tcp_{cca}")
+        tools.append("iperf3")
+    idx = image.modules()
+    modules = [m for m in modules if m not in CORE]
+    try:
+        load = idx.load_order([m for m in modules if idx.has(m)])
+        missing = [m for m in modules if not idx.has(m)]
+    except Exception as exc:  # kmod.ModuleError
+        raise VmPlanError(f"{pre}{exc}") from None
+    if missing:
+        raise VmPlanError(f"{pre}kernel {image.release} lacks module(s) {', '.join(missing)} that this scenario needs")
+
+    offsets = start_offsets_ns(resolved, seed)
+    gflows: list[GuestFlow] = []
+    for k, (f, label, off, tool) in enumerate(zip(flows, labels, offsets, tools)):
+        stop = int(f["stop_ns"]) if f["stop_ns"] is not None else int(resolved["duration_ns"])
+        secs = iperf.seconds_for(int(f["start_ns"]), stop)
+        if abs(secs - (stop - int(f["start_ns"])) / 1e9) > 1e-6:
+            notes.append(f"flow {label}: the traffic generator runs whole seconds, so it sends for {secs} s, not "
+                         f"{(stop - int(f['start_ns'])) / 1e9:g} s")
+        s_ip, r_ip = sender_ips(k)
+        gflows.append(GuestFlow(k, label, f["cca"], tool, iperf.BASE_PORT + k, off, secs, s_ip, r_ip))
+    script = _script(resolved, gflows, child_args, offloads)
+    return GuestPlan(script=script, modules=load, flows=gflows,
+                     qdisc={"kernel": child, "tc": child_args, "shaper": "htb"}, notes=notes,
+                     interval_ns=int(resolved["interval_ns"]), duration_ns=int(resolved["duration_ns"]))
+
+
+def _script(resolved: dict[str, Any], flows: list[GuestFlow], child_args: list[str], offloads: bool) -> str:
+    bn = resolved["bottleneck"]
+    lines: list[str] = ["# generated by fairlab.backends.vm.plan for one run; see docs/vm.md", "set -u"]
+
+    def run(argv: list[object], what: str, ns: str | None = None) -> None:
+        cmd = _ns_cmd(ns, argv) if ns else _quoted(argv)
+        lines.append(f"{cmd} || fl_fail {shlex.quote('could not ' + what)}")
+
+    def tool(name: str) -> str:
+        return {"ip": "$IP", "tc": "$TC", "ethtool": "$ETHTOOL"}[name]
+
+    mtu_max = max(int(f["mss"]) + HEADER_BYTES for f in resolved["flows"])
+    # ---- namespaces and links
+    for ns in ("r", "d"):
+        run([tool("ip"), "netns", "add", ns], f"create namespace {ns}")
+        run([tool("ip"), "-n", ns, "link", "set", "lo", "up"], f"bring up lo in {ns}")
+    run([tool("ip"), "link", "add", "rd", "netns", "r", "type", "veth", "peer", "name", "d0", "netns", "d"], "create the bottleneck veth")
+    run([tool("ip"), "-n", "r", "addr", "add", f"{ROUTER_RX_IP}/24", "dev", "rd"], "address rd")
+    run([tool("ip"), "-n", "d", "addr", "add", f"{RECEIVER_IP}/24", "dev", "d0"], "address d0")
+    for ns, dev in (("r", "rd"), ("d", "d0")):
+        run([tool("ip"), "-n", ns, "link", "set", dev, "mtu", mtu_max, "up"], f"bring up {dev}")
+    run([tool("ip"), "-n", "d", "route", "add", "default", "via", ROUTER_RX_IP], "route the receiver")
+    for gf, f in zip(flows, resolved["flows"]):
+        ns, port = f"s{gf.index}", f"r{gf.index}"
+        mtu = int(f["mss"]) + HEADER_BYTES
+        run([tool("ip"), "netns", "add", ns], f"create namespace {ns}")
+        run([tool("ip"), "-n", ns, "link", "set", "lo", "up"], f"bring up lo in {ns}")
+        run([tool("ip"), "link", "add", "e0", "netns", ns, "type", "veth", "peer", "name", port, "netns", "r"], f"create veth of {ns}")
+        run([tool("ip"), "-n", ns, "addr", "add", f"{gf.sender_ip}/24", "dev", "e0"], f"address {ns}")
+        run([tool("ip"), "-n", "r", "addr", "add", f"{gf.router_ip}/24", "dev", port], f"address {port}")
+        run([tool("ip"), "-n", ns, "link", "set", "e0", "mtu", mtu, "up"], f"bring up e0 in {ns}")
+        run([tool("ip"), "-n", "r", "link", "set", port, "mtu", mtu, "up"], f"bring up {port}")
+        run([tool("ip"), "-n", ns, "route", "add", "default", "via", gf.router_ip, "initcwnd", int(f["initial_cwnd"])],
+            f"route {ns} (initcwnd)")
+        if not f["delayed_ack"]:
+            run([tool("ip"), "-n", "d", "route", "add", f"{gf.sender_ip}/32", "via", ROUTER_RX_IP, "quickack", 1],
+                f"set quickack towards {ns}")
+    if not offloads:
+        # A hardware testbed's wire carries MTU-sized packets: no TSO/GSO super-packets
+        # at the senders, no GRO aggregation at the router or receiver.
+        ends = [("r", "rd"), ("d", "d0")] + [(f"s{gf.index}", "e0") for gf in flows] + [("r", f"r{gf.index}") for gf in flows]
+        for ns, dev in ends:
+            run(["$ETHTOOL", "-K", dev, "tso", "off", "gso", "off", "gro", "off"], f"turn offloads off on {dev}", ns=ns)
+    # ---- sysctls (per namespace)
+    run(["/bin/sysctl", "-qw", "net.ipv4.ip_forward=1"], "enable forwarding", ns="r")
+    rx_max = 0
+    for gf, f in zip(flows, resolved["flows"]):
+        m = socket_buffer_max(resolved, int(f["rtt_ns"]))
+        rx_max = max(rx_max, m)
+        vals = [f"net.ipv4.tcp_rmem={RMEM_MIN_DEFAULT[0]} {RMEM_MIN_DEFAULT[1]} {m}",
+                f"net.ipv4.tcp_wmem={WMEM_MIN_DEFAULT[0]} {WMEM_MIN_DEFAULT[1]} {m}",
+                f"net.ipv4.tcp_ecn={1 if f['ecn'] else 0}", f"net.ipv4.tcp_sack={1 if f['sack'] else 0}",
+                "net.ipv4.tcp_no_metrics_save=1"]
+        if f["rwnd_bytes"]:
+            vals.append(f"net.core.wmem_max={max(int(f['rwnd_bytes']), 212992)}")
+        for v in vals:
+            run(["/bin/sysctl", "-qw", v], f"set {v.split('=')[0]} in s{gf.index}", ns=f"s{gf.index}")
+    rvals = [f"net.ipv4.tcp_rmem={RMEM_MIN_DEFAULT[0]} {RMEM_MIN_DEFAULT[1]} {rx_max}",
+             f"net.ipv4.tcp_wmem={WMEM_MIN_DEFAULT[0]} {WMEM_MIN_DEFAULT[1]} {rx_max}",
+             "net.ipv4.tcp_ecn=2", "net.ipv4.tcp_sack=1", "net.ipv4.tcp_no_metrics_save=1"]
+    rwnds = [int(f["rwnd_bytes"]) for f in resolved["flows"] if f["rwnd_bytes"]]
+    if rwnds:
+        rvals += [f"net.core.rmem_max={max(max(rwnds), 212992)}", f"net.core.wmem_max={max(max(rwnds), 212992)}"]
+    for v in rvals:
+        run(["/bin/sysctl", "-qw", v], f"set {v.split('=')[0]} in d", ns="d")
+    # ---- delay (netem) and the bottleneck (htb + child)
+    for gf, f in zip(flows, resolved["flows"]):
+        delay = f"{max(1, round(int(f['rtt_ns']) / 2 / 1000))}us"
+        limit = netem_limit(resolved, f)
+        run([tool("tc"), "-n", f"s{gf.index}", "qdisc", "add", "dev", "e0", "root", "netem", "delay", delay, "limit", limit],
+            f"add netem on s{gf.index}")
+        run([tool("tc"), "-n", "r", "qdisc", "add", "dev", f"r{gf.index}", "root", "netem", "delay", delay, "limit", limit],
+            f"add netem on r{gf.index}")
+    rate = f"{int(bn['rate_bps'])}bit"
+    run([tool("tc"), "-n", "r", "qdisc", "add", "dev", "rd", "root", "handle", "1:", "htb", "default", "1"], "add htb")
+    run([tool("tc"), "-n", "r", "class", "add", "dev", "rd", "parent", "1:", "classid", "1:1", "htb", "rate", rate,
+         "ceil", rate, "quantum", mtu_max + 14], "add the htb class")
+    run([tool("tc"), "-n", "r", "qdisc", "add", "dev", "rd", "parent", "1:1", "handle", "10:", *child_args],
+        f"add the {child_args[0]} bottleneck queue")
+    # ---- servers, then t0, then clients on schedule, the sampler, and the end
+    for gf, f in zip(flows, resolved["flows"]):
+        if gf.tool == "iperf3":
+            argv: list[object] = ["$IPERF3", "-s", "-p", gf.port, "-1", "-J", "--logfile", f"$RES/server-{gf.index}.json"]
+        else:
+            argv = ["$DCCPGEN", "server", "--port", gf.port, "--once", "--output", f"$RES/server-{gf.index}.json"]
+        lines.append(f"{_ns_cmd('d', argv)} > $RES/server-{gf.index}.out 2> $RES/server-{gf.index}.err &")
+    lines.append(_quoted(["fl_wait_listening", "d", *[gf.port for gf in flows if gf.tool == "iperf3"]]))
+    lines.append(f"T0=$(( $(fl_now) + {LEAD_NS} ))")
+    lines.append("echo $T0 > $RES/t0")
+    lines.append("head -1 /proc/stat > $RES/cpu-start")
+    interval_ns = int(resolved["interval_ns"])
+    count = int(math.ceil(int(resolved["duration_ns"]) / interval_ns))
+    lines.append(f"fl_sampler r rd $T0 {interval_ns} {count} > $RES/sampler.err 2>&1 &")
+    lines.append("SAMPLER=$!")
+    interval_s = f"{interval_ns / 1e9:g}"
+    for gf, f in zip(flows, resolved["flows"]):
+        if gf.tool == "iperf3":
+            argv = ["$IPERF3", "-c", RECEIVER_IP, "-p", gf.port, "-C", gf.cca, "-J", "-i", interval_s, "-t", gf.seconds]
+            if f["bytes"] is not None:
+                argv += ["--bytes", int(f["bytes"])]
+            if f["rwnd_bytes"] is not None:
+                argv += ["-w", int(f["rwnd_bytes"])]
+            argv += ["--connect-timeout", 5000, "--logfile", f"$RES/flow-{gf.index}.json"]
+        else:
+            argv = ["$DCCPGEN", "client", "--host", RECEIVER_IP, "--port", gf.port, "--time", gf.seconds,
+                    "--interval", interval_s, "--ccid", 2]
+        lines.append(f"fl_launch {gf.index} $((T0 + {gf.offset_ns})) s{gf.index} {_quoted(argv)}")
+    end_ns = max(gf.offset_ns + gf.seconds * 1_000_000_000 for gf in flows) + GRACE_NS
+    lines.append(f"( fl_sleep_until $((T0 + {end_ns})); touch $RES/deadline; "
+                 "for p in $RES/client-*.pid; do kill $(cat $p) 2>/dev/null; done ) &")
+    lines.append("WATCHDOG=$!")
+    for gf in flows:
+        lines.append(f"wait $(cat $RES/client-{gf.index}.pid); echo $? > $RES/client-{gf.index}.rc")
+    lines.append("head -1 /proc/stat > $RES/cpu-end")
+    lines.append("kill $WATCHDOG 2>/dev/null")
+    lines.append("touch $RES/stop-sampler; kill $SAMPLER 2>/dev/null; wait $SAMPLER 2>/dev/null")
+    lines.append("sleep 0.5; wait")
+    lines.append("fl_collect_final")
+    return "\n".join(lines) + "\n"
+
+
+def _quoted(argv: list[object]) -> str:
+    """Shell words, leaving the script's own $VARIABLES (tool paths, $RES) expandable."""
+    out = []
+    for a in argv:
+        s = str(a)
+        if re.fullmatch(r"\$[A-Z0-9]+(/[A-Za-z0-9_.-]+)?", s):
+            out.append(s)
+        else:
+            out.append(shlex.quote(s))
+    return " ".join(out)
+
+
+def _ns_cmd(ns: str, argv: list[object]) -> str:
+    return "$IP netns exec " + shlex.quote(ns) + " " + _quoted(argv)

@@ -1,0 +1,388 @@
+"""`run_vm`: one scenario, one run, on a real Linux kernel in a QEMU guest.
+
+Read this first — the order of a run:
+
+1. The image (`image.find`: built once, cached) and the plan (`plan.build`): the
+   scenario as a guest script, checked against what the image's kernel offers.
+2. A per-run initramfs: the image's base archive plus a small archive holding the
+   script and the module load order (`cpio.archive`, byte-reproducible).
+3. `qemu.boot`: the guest loads the modules, checks its timers, builds the dumbbell,
+   runs the flows in virtual time, then prints a base64 tar of its results.
+4. Collection: each flow's iperf3 (or DCCP generator) JSON through
+   `fairlab.ingest.load`, placed on scenario time by the launch stamps the guest
+   took with its own clock; the qdisc counters sampled every interval become the
+   bottleneck samples.
+5. ``finally`` — on success, error and signals alike: QEMU is killed if still
+   running and the temporary directory is removed. SIGTERM is turned into
+   KeyboardInterrupt for the duration of the run so this always happens.
+
+Same scenario + seed + image ⇒ the same guest instructions ⇒ a byte-identical
+result archive (tested). The seed enters only through the flows' start jitter
+(`live.runner.start_offsets_ns`, the live backend's schedule) and the kernel command
+line (recorded).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import signal
+import tarfile
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ... import __version__
+from ...scenario import Scenario
+from ...trace import Trace
+from . import cpio, image as vm_image, plan as vm_plan, qemu
+from .errors import VmError
+
+#: Version of the meaning of the vm backend's meta keys.
+VM_FORMAT_VERSION = 1
+#: Host seconds allowed per simulated second per flow, plus boot; far above what
+#: any run needs on a loaded 2-core host (measured ~3 per flow-second at 100 Mbit/s).
+TIMEOUT_BOOT_S = 120.0
+TIMEOUT_PER_FLOW_SECOND = 15.0
+
+
+Progress = Callable[[str], None]
+
+
+def kernel_cmdline(seed: int) -> str:
+    return f"console=ttyS0 quiet loglevel=1 panic=-1 fairlab.seed={int(seed)}"
+
+
+def run_vm(
+    scenario: Scenario,
+    *,
+    seed: int,
+    run_index: int = 0,
+    offloads: bool = False,
+    image: vm_image.Image | None = None,
+    keep_dir: str | os.PathLike[str] | None = None,
+    progress: Progress | None = None,
+) -> Trace:
+    """Run ``scenario`` once in the guest and return its `Trace`.
+
+    ``offloads`` turns TSO/GSO/GRO on (off by default: a hardware testbed's wire
+    carries MTU-sized packets). ``image`` defaults to the cached distribution image
+    (built on first use). ``keep_dir`` keeps the guest's raw result files there.
+    """
+    say = progress or (lambda s: None)
+    binary = qemu.find_qemu()
+    if binary is None:
+        raise VmError("qemu-system-x86_64 is not installed, and the vm backend boots its kernel with it; install it: "
+                      "apt-get install qemu-system-x86 (no root is needed to run it)")
+    try:
+        img = image or vm_image.find(progress=say)
+    except vm_image.ImageError as exc:
+        raise VmError(f"the vm image could not be built: {exc}") from None
+    try:
+        gplan = vm_plan.build(scenario, img, seed=seed, offloads=offloads)
+    except vm_plan.VmPlanError as exc:
+        raise VmError(str(exc)) from None
+    restore = _signals_raise()
+    tmp = Path(tempfile.mkdtemp(prefix="fairlab-vm-"))
+    try:
+        initrd = tmp / "initrd.cpio"
+        entries = [
+            cpio.file("fairlab/run.sh", gplan.script.encode()),
+            cpio.file("fairlab/modules", ("\n".join(gplan.modules) + "\n").encode()),
+        ]
+        if any(gf.tool == "dccpgen" for gf in gplan.flows):
+            gen = vm_image.dccpgen_binary()
+            if gen is None:
+                raise VmError("this run has DCCP flows and fairlab's DCCP traffic generator is not built (make dccpgen)")
+            entries.append(cpio.file("usr/bin/fairlab-dccpgen", gen.read_bytes(), 0o755))
+        run_archive = cpio.archive(entries)
+        with open(initrd, "wb") as out, open(img.initrd, "rb") as base:
+            while chunk := base.read(1 << 20):
+                out.write(chunk)
+            out.write(run_archive)
+        argv = qemu.command(binary, img.kernel, initrd, kernel_cmdline(seed))
+        flow_seconds = sum(gf.seconds for gf in gplan.flows) + gplan.duration_ns / 1e9
+        timeout = TIMEOUT_BOOT_S + TIMEOUT_PER_FLOW_SECOND * flow_seconds
+        say(f"booting kernel {img.release} in QEMU (virtual time) for {gplan.duration_ns / 1e9:g} s of traffic")
+        try:
+            boot = qemu.boot(argv, timeout_s=timeout)
+        except qemu.QemuError as exc:
+            raise VmError(str(exc)) from None
+        res = tmp / "res"
+        _extract(boot.archive, res)
+        if keep_dir is not None:
+            import shutil
+
+            dest = Path(keep_dir)
+            dest.mkdir(parents=True, exist_ok=True)
+            shutil.copytree(res, dest, dirs_exist_ok=True)
+            (dest / "run.sh").write_text(gplan.script)
+        err = _read(res / "error.txt")
+        if err:
+            raise VmError(f"in the guest: {err.strip()}")
+        trace = _collect(scenario, gplan, res, run_index=run_index)
+        return _with_meta(trace, scenario, gplan, img, res, boot, argv, seed=seed, run_index=run_index,
+                          offloads=offloads, qemu_binary=binary)
+    finally:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+        restore()
+
+
+def _signals_raise() -> Callable[[], None]:
+    """SIGTERM raises KeyboardInterrupt in the main thread (as SIGINT does), so the
+    ``finally`` that kills QEMU and removes the temp dir always runs."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def _raise(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    old = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, _raise)
+    return lambda: signal.signal(signal.SIGTERM, old if old is not None else signal.SIG_DFL)
+
+
+def _extract(archive: bytes, dest: Path) -> None:
+    dest.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tf:
+        for m in tf.getmembers():
+            # The guest writes a flat directory of regular files; anything else is refused.
+            if not (m.isfile() or m.isdir()) or m.name.startswith("/") or ".." in Path(m.name).parts:
+                raise VmError(f"the guest's result archive holds an unexpected entry {m.name!r}")
+        tf.extractall(dest, filter="data")
+
+
+def _read(p: Path) -> str | None:
+    try:
+        return p.read_text(errors="replace")
+    except FileNotFoundError:
+        return None
+
+
+def _int_file(p: Path) -> int | None:
+    t = _read(p)
+    try:
+        return int(t.strip()) if t else None
+    except ValueError:
+        return None
+
+
+def _collect(scenario: Scenario, gplan: vm_plan.GuestPlan, res: Path, *, run_index: int) -> Trace:
+    """Flows on scenario time (t = 0 at the guest's T0) plus the bottleneck samples."""
+    from ...ingest import IngestError, load
+
+    t0 = _int_file(res / "t0")
+    if t0 is None:
+        raise VmError("the guest did not record its time zero (t0); see run.log in --keep-dir")
+    sample_parts, flow_rows, notes = [], [], list(gplan.notes)
+    interval_s = gplan.interval_ns / 1e9
+    for gf in gplan.flows:
+        rc = _int_file(res / f"client-{gf.index}.rc")
+        received = res / f"server-{gf.index}.json"
+        sent = res / f"flow-{gf.index}.json"
+        if (res / "deadline").exists() and rc not in (0, None):
+            raise VmError(f"flow {gf.label} did not finish by the end of the run plus {vm_plan.GRACE_NS / 1e9:g} s in "
+                          "the guest (a --bytes transfer too large for the duration, or a stalled path)")
+        if rc not in (0, None) or not received.exists() or (gf.tool == "iperf3" and not sent.exists()):
+            why = _client_error(res, gf)
+            raise VmError(f"flow {gf.label}'s traffic generator failed in the guest (exit code {rc}): {why}")
+        try:
+            rx = load([str(received)], labels=[gf.label])
+            tx = load([str(sent)], labels=[gf.label]) if gf.tool == "iperf3" else None
+        except IngestError as exc:
+            raise VmError(f"flow {gf.label}'s result could not be read: {exc}") from None
+        if len(rx.flows) != 1 or (tx is not None and len(tx.flows) != 1):
+            raise VmError(f"the result files of flow {gf.label} hold more than one flow, expected one")
+        launched_ns = _int_file(res / f"launch-{gf.index}")
+        launched = (launched_ns - t0) / 1e9 if launched_ns is not None else gf.offset_ns / 1e9
+        s = _receiver_samples(rx, tx, interval_s)
+        s["t"] = s["t"] + launched
+        s["flow"] = gf.index
+        s["run"] = run_index
+        sample_parts.append(s)
+        row = (tx if tx is not None else rx).flows.iloc[0].to_dict()
+        spec = scenario.resolve()["flows"][gf.index]
+        row.update({
+            "flow": gf.index, "start_s": launched, "configured_start_s": spec["start_ns"] / 1e9,
+            "min_srtt_s": row.get("rtt_s"), "rtt_s": spec["rtt_ns"] / 1e9, "ecn": bool(spec["ecn"]),
+            "mss": int(spec["mss"]), "cca": gf.cca, "source": str(received.name),
+        })
+        flow_rows.append(row)
+        notes += [n for n in (*rx.meta.get("notes", []), *(tx.meta.get("notes", []) if tx is not None else []))
+                  if "server-side file" not in n and "does not name the sender" not in n]
+    samples = pd.concat(sample_parts, ignore_index=True)
+    bottleneck = bottleneck_samples(_read(res / "qdisc-samples.txt") or "", t0_ns=t0, run=run_index)
+    meta = {"notes": notes, "interval_s": gplan.interval_ns / 1e9}
+    return Trace.from_frames(samples, pd.DataFrame(flow_rows), bottleneck, meta)
+
+
+def _receiver_samples(rx: Trace, tx: Trace | None, interval_s: float) -> pd.DataFrame:
+    """Throughput as the RECEIVER counted it (the server's per-interval bytes), with
+    the sender's cwnd, sRTT and retransmits of the same interval alongside, and the
+    sender's own count as ``sent_bps``. The sender's per-interval bytes are what the
+    application wrote into its socket buffer, not what crossed the bottleneck: in a
+    flow's first interval and around losses they exceed the link rate (measured:
+    12.8 Mbit/s "throughput" on a 10 Mbit/s link). Times count from each file's own
+    test start; interval k of one side is interval k of the other."""
+    r = rx.samples[["t", "throughput_bps"]].copy()
+    r["t"] = r["t"] - float(rx.flows.iloc[0]["start_s"])
+    r["k"] = (r["t"] / interval_s).round().astype(int)
+    if tx is None:
+        return r.drop(columns="k")
+    cols = [c for c in ("cwnd_bytes", "srtt_s", "rttvar_s", "retransmits") if c in tx.samples]
+    t = tx.samples[["t", "throughput_bps", *cols]].rename(columns={"throughput_bps": "sent_bps"}).copy()
+    t["k"] = ((t["t"] - float(tx.flows.iloc[0]["start_s"])) / interval_s).round().astype(int)
+    out = r.merge(t.drop(columns="t"), on="k", how="left").drop(columns="k")
+    return out
+
+
+def _client_error(res: Path, gf: vm_plan.GuestFlow) -> str:
+    try:
+        doc = json.loads((res / f"flow-{gf.index}.json").read_text())
+        if isinstance(doc, dict) and doc.get("error"):
+            return str(doc["error"])
+    except (OSError, ValueError):
+        pass
+    err = (_read(res / f"client-{gf.index}.err") or "").strip().splitlines()
+    return err[-1] if err else "no message"
+
+
+def bottleneck_samples(text: str, *, t0_ns: int, run: int) -> pd.DataFrame | None:
+    """Bottleneck rows from the sampler's output: blocks of ``T <ns>`` followed by
+    ``tc -s -j qdisc show dev rd``. Queue length is the root qdisc's backlog (htb's
+    backlog is its children's); drops and marks are counted per interval from the
+    cumulative counters (marks: the child's ECN-mark counters, named per qdisc);
+    ``link_bps`` is the root's byte counter per second between samples."""
+    rows = []
+    prev_drops = prev_marks = prev_bytes = prev_t = None
+    for block in re.split(r"^T ", text, flags=re.M):
+        if not block.strip():
+            continue
+        head, _, body = block.partition("\n")
+        try:
+            t_ns = int(head.strip())
+            qdiscs = json.loads(body.strip() or "[]")
+        except ValueError:
+            continue  # a sample cut short by the end of the run
+        root = next((q for q in qdiscs if q.get("root")), None)
+        if root is None:
+            continue
+        drops = int(root.get("drops", 0))
+        sent = int(root.get("bytes", 0))
+        marks = 0
+        for q in qdiscs:
+            xs = q.get("xstats") or {}
+            for k, v in xs.items():
+                if "mark" in k and isinstance(v, (int, float)):
+                    marks += int(v)
+        rows.append({
+            "run": run, "t": (t_ns - t0_ns) / 1e9, "queue_bytes": float(root.get("backlog", 0)),
+            "queue_pkts": float(root.get("qlen", 0)),
+            "drops": drops - prev_drops if prev_drops is not None else drops,
+            "marks": marks - prev_marks if prev_marks is not None else marks,
+            # Bytes that left the bottleneck queue per second since the previous
+            # sample (whole frames, as the wire carries them): the link's utilisation.
+            "link_bps": (sent - prev_bytes) * 8e9 / (t_ns - prev_t) if prev_t is not None and t_ns > prev_t else float("nan"),
+        })
+        prev_drops, prev_marks, prev_bytes, prev_t = drops, marks, sent, t_ns
+    if not rows:
+        return None
+    return pd.DataFrame(rows)
+
+
+def _kv_lines(text: str | None) -> dict[str, str]:
+    out = {}
+    for line in (text or "").splitlines():
+        if " = " in line:
+            k, v = line.split(" = ", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def _with_meta(trace: Trace, scenario: Scenario, gplan: vm_plan.GuestPlan, img: vm_image.Image, res: Path,
+               boot: qemu.Boot, argv: list[str], *, seed: int, run_index: int, offloads: bool, qemu_binary: str) -> Trace:
+    modules = sorted(line.split()[0] for line in (_read(res / "modules.txt") or "").splitlines() if line.strip())
+    if sorted(modules) != sorted(gplan.modules):
+        raise VmError(f"the guest loaded modules {modules}, not the ones asked for ({sorted(gplan.modules)}); "
+                      "refusing to report a run of a different kernel configuration")
+    t0 = _int_file(res / "t0") or 0
+    t_end = _int_file(res / "t_end")
+    meta = dict(trace.meta)
+    meta.update({
+        "backend": "vm",
+        "seed": int(seed),
+        "run_index": int(run_index),
+        "scenario": scenario.name,
+        "resolved_scenario": scenario.resolve(seed=seed),
+        "fairlab": __version__,
+        "tool": "iperf3",
+        "kernel": (_read(res / "uname.txt") or img.release).strip(),
+        "vm": {
+            "format_version": VM_FORMAT_VERSION,
+            "image_key": img.key,
+            "kernel_release": img.release,
+            "kernel_source": img.manifest.get("kernel_source"),
+            "packages": img.manifest.get("packages"),
+            "qemu": qemu.qemu_version(qemu_binary),
+            "qemu_argv": [os.path.basename(argv[0]), *argv[1:]],
+            "icount": qemu.ICOUNT,
+            "cpu": qemu.CPU,
+            "machine": qemu.MACHINE,
+            "clocksource": (_read(res / "clocksource.txt") or "").strip(),
+            "cmdline": (_read(res / "cmdline.txt") or "").strip(),
+            "modules_loaded": modules,
+            "offloads": offloads,
+            "qdisc": gplan.qdisc,
+            "sysctl_sender": _kv_lines(_read(res / "sysctl-sender.txt")),
+            "sysctl_receiver": _kv_lines(_read(res / "sysctl-receiver.txt")),
+            "virtual_s": (t_end - t0) / 1e9 if t_end else None,
+            "guest_busy": guest_busy(_read(res / "cpu-start"), _read(res / "cpu-end")),
+            "host_wall_s": round(boot.wall_s, 3),
+            "host_cpu_s": round(boot.host_cpu_s, 3),
+            "script": gplan.script,
+        },
+        "clients": [{"label": gf.label, "tool": gf.tool, "port": gf.port, "offset_s": gf.offset_ns / 1e9,
+                     "seconds": gf.seconds} for gf in gplan.flows],
+        "not_emulated": ["access_rate (the senders' veths are not rate-limited)",
+                         "host_jitter (the guest's own processing varies, deterministically)"],
+        "duration_s": gplan.duration_ns / 1e9,
+    })
+    return Trace.from_frames(trace.samples, trace.flows, trace.bottleneck, meta)
+
+
+def guest_busy(start: str | None, end: str | None) -> float | None:
+    """The guest CPU's busy share while flows ran, from two ``/proc/stat`` "cpu" lines
+    (user nice system idle iowait irq softirq ...): 1 - idle/total. Near 1 means the
+    guest's CPU, not the network, limited the run, and its numbers are suspect."""
+    try:
+        a = [int(x) for x in (start or "").split()[1:]]
+        b = [int(x) for x in (end or "").split()[1:]]
+    except ValueError:
+        return None
+    if len(a) < 5 or len(a) != len(b):
+        return None
+    total = sum(b) - sum(a)
+    idle = (b[3] + b[4]) - (a[3] + a[4])
+    return round(1 - idle / total, 4) if total > 0 else None
+
+
+def results_digest(trace: Trace) -> str:
+    """A digest of everything the guest measured (samples and bottleneck), for the
+    byte-identical repetition check."""
+    import hashlib
+
+    h = hashlib.sha256()
+    h.update(trace.samples.to_csv(index=False).encode())
+    if trace.bottleneck is not None:
+        h.update(trace.bottleneck.to_csv(index=False).encode())
+    return h.hexdigest()
+
+

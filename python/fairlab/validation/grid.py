@@ -1,0 +1,245 @@
+"""The validation grid: the same cells on the simulator and on the real kernel (vm).
+
+Read this first. A *cell* is one experiment: a set of flows (congestion control,
+RTT), a buffer and a queue discipline, run with `SEEDS` seeds on each backend. The
+grid holds (docs/validation/vm.md):
+
+- every congestion control both backends have, against itself, against cubic and
+  against reno, at RTT 25, 100 and 200 ms and buffers of 0.2 and 1 BDP, DropTail;
+- a subset of pairs under RED and CoDel;
+- the homogeneous cases the simulator has been seen to miss: 8 CUBIC flows through
+  a 1-BDP buffer, 3 CUBIC flows through 20 % of a BDP (Xue et al. 2011's
+  homogeneous row).
+
+Every cell is a campaign condition (one grouped sweep axis, ``cell``), so both
+backends run it through the ordinary campaign machinery: resumable stores,
+content-addressed runs, the same seeds. The vm side costs minutes per run, so it is
+run by `make validate` (or `fairlab validate --backend vm`) and its per-run results
+are committed as data (``validation/grid/vm.csv``): the simulator can then be held
+against the kernel in seconds, in CI.
+
+A cell *agrees* when every flow's share of the total throughput is within
+`SHARE_POINTS` percentage points and Jain's index of the mean throughputs within
+`JAIN_TOLERANCE`, both on the means over seeds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: The grid's fixed set-up (seed 001's testbed scaled in time; docs/validation/vm.md).
+RATE = "100Mbit"
+DURATION_S = 60
+WINDOW = (20, 60)
+SEEDS = 3
+BASE_SEED = 42
+SHARE_POINTS = 5.0
+JAIN_TOLERANCE = 0.03
+#: Congestion controls the simulator and Debian's 6.1 kernel both have (Linux names).
+BOTH = ("reno", "bic", "cubic", "highspeed", "htcp", "scalable", "vegas", "westwood", "hybla",
+        "illinois", "lp", "veno", "yeah", "bbr")
+RTTS_MS = (25, 100, 200)
+BUFFERS_BDP = (0.2, 1.0)
+AQM_PAIRS = (("reno", "reno"), ("cubic", "cubic"), ("reno", "cubic"), ("cubic", "bbr"))
+AQM_QDISCS = ("red", "codel")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One grid cell; ``flows`` lists the congestion control of each flow."""
+
+    flows: tuple[str, ...]
+    rtt_ms: int
+    buffer_bdp: float
+    qdisc: str = "droptail"
+
+    @property
+    def id(self) -> str:
+        counts: dict[str, int] = {}
+        for c in self.flows:
+            counts[c] = counts.get(c, 0) + 1
+        what = "-".join(self.flows) if len(self.flows) <= 2 else "+".join(f"{n}x{c}" for c, n in counts.items())
+        return f"{what}|{self.rtt_ms}ms|{self.buffer_bdp:g}bdp|{self.qdisc}"
+
+
+def pairs() -> list[tuple[str, str]]:
+    """Each control against itself, cubic and reno; each unordered pair once."""
+    out: list[tuple[str, str]] = []
+    seen: set[frozenset[str] | tuple[str, str]] = set()
+    for c in BOTH:
+        for other in (c, "cubic", "reno"):
+            key: Any = (c, c) if other == c else frozenset((c, other))
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append((c, other))
+    return out
+
+
+def cells(subset: str = "full") -> list[Cell]:
+    """The grid (``full``), or a named slice of it:
+
+    - ``core``: every pair at 100 ms, 1 BDP, DropTail, plus the homogeneous cells;
+    - ``homogeneous``: only the homogeneous multi-flow cells.
+    """
+    homo = [Cell(("cubic",) * 8, 25, 1.0), Cell(("cubic",) * 8, 100, 1.0),
+            Cell(("cubic",) * 3, 25, 0.2), Cell(("cubic",) * 3, 100, 0.2)]
+    if subset == "homogeneous":
+        return homo
+    if subset == "core":
+        # The homogeneous cells and the pairs the simulator was first judged on come
+        # first, so a partial run of this slice answers the most pressing questions.
+        first = [("cubic", "cubic"), ("reno", "cubic"), ("cubic", "bbr"), ("reno", "reno"), ("bbr", "bbr")]
+        rest = [p for p in pairs() if p not in first and (p[1], p[0]) not in first]
+        return homo + [Cell(p, 100, 1.0) for p in first + rest]
+    if subset != "full":
+        raise ValueError(f"grid subset {subset!r} is not known; allowed: full, core, homogeneous")
+    out = [Cell(p, r, b) for p in pairs() for r in RTTS_MS for b in BUFFERS_BDP]
+    out += [Cell(p, r, 1.0, q) for p in AQM_PAIRS for q in AQM_QDISCS for r in RTTS_MS]
+    return out + homo
+
+
+def campaign_docs(selected: list[Cell]) -> list[dict[str, Any]]:
+    """Campaign documents running ``selected``: one per flow count (a campaign has
+    one flow list), each with a ``cell`` sweep axis assigning the rest."""
+    by_n: dict[int, list[Cell]] = {}
+    for c in selected:
+        by_n.setdefault(len(c.flows), []).append(c)
+    docs = []
+    for n, group in by_n.items():  # in order of first appearance
+        doc: dict[str, Any] = {
+            "name": f"validation-grid-{n}flows",
+            "duration": f"{DURATION_S}s",
+            "window": [f"{WINDOW[0]}s", f"{WINDOW[1]}s"],
+            "seed": BASE_SEED,
+            "runs": SEEDS,
+            "bottleneck": {"rate": RATE, "buffer": "100%bdp", "qdisc": "droptail"},
+            "flows": [{"cca": "reno", "rtt": "100ms"} for _ in range(n)],
+            "sweep": {"cell": [_assignments(c) for c in group]},
+        }
+        docs.append(doc)
+    return docs
+
+
+def _assignments(c: Cell) -> dict[str, Any]:
+    a: dict[str, Any] = {f"flows[{i}].cca": cca for i, cca in enumerate(c.flows)}
+    a["flows[*].rtt"] = f"{c.rtt_ms}ms"
+    a["bottleneck.buffer"] = f"{c.buffer_bdp * 100:g}%bdp"
+    a["bottleneck.qdisc"] = c.qdisc
+    return a
+
+
+def cell_of(point: dict[str, Any]) -> Cell:
+    """The cell a campaign condition's sweep point describes."""
+    a = point.get("cell", point)
+    n = max(int(k[len("flows["):k.index("]")]) for k in a if k.startswith("flows[") and k[6].isdigit()) + 1
+    flows = tuple(a[f"flows[{i}].cca"] for i in range(n))
+    buf = str(a["bottleneck.buffer"]).removesuffix("%bdp")
+    return Cell(flows, int(str(a["flows[*].rtt"]).removesuffix("ms")), float(buf) / 100, a["bottleneck.qdisc"])
+
+
+# --------------------------------------------------------------------- results
+RESULT_COLUMNS = ["cell", "backend", "seed", "flow", "cca", "mean_bps", "share", "jain_of_means", "mean_jt",
+                  "retransmits", "drops"]
+
+
+def run_results(trace, cell: Cell, backend: str, seed: int) -> pd.DataFrame:
+    """One run's rows: per flow its mean throughput over the window and share of
+    the total, plus the run's Jain indices, retransmits and bottleneck drops."""
+    from ..analysis import analyze
+
+    a = analyze(trace, window=WINDOW)
+    means = np.array([f.mean_bps for f in a.flows], dtype=float)
+    total = means.sum()
+    retrans = trace.samples.groupby("flow")["retransmits"].sum(min_count=1)
+    drops = trace.bottleneck["drops"].sum() if trace.bottleneck is not None and "drops" in trace.bottleneck else np.nan
+    rows = []
+    for i, f in enumerate(a.flows):
+        rows.append({
+            "cell": cell.id, "backend": backend, "seed": int(seed), "flow": i, "cca": cell.flows[i],
+            "mean_bps": float(means[i]), "share": float(100 * means[i] / total) if total > 0 else np.nan,
+            "jain_of_means": float(a.jain.of_means), "mean_jt": float(a.jain.mean_jt),
+            "retransmits": float(retrans.get(f.flow, np.nan)) if len(retrans) else np.nan,
+            "drops": float(drops),
+        })
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def store_results(store_root: Path, backend: str) -> pd.DataFrame:
+    """Every finished main run of a grid campaign store, as result rows."""
+    from ..campaign.aggregate import campaign_of
+    from ..campaign.plan import MAIN
+    from ..campaign.store import Store
+
+    store = Store(store_root)
+    camp = campaign_of(store)
+    done = store.done_keys()
+    parts = []
+    for t in camp.tasks:
+        if t.kind != MAIN or t.key not in done:
+            continue
+        parts.append(run_results(store.load(t.key), cell_of(t.point), backend, t.seed))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=RESULT_COLUMNS)
+
+
+def compare(sim: pd.DataFrame, vm: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell present on both sides: per-flow shares (mean over seeds),
+    J of means, mean J(t), retransmits and drops per run, their spread over seeds,
+    and the verdict."""
+    rows = []
+    for cell_id in [c for c in dict.fromkeys(vm["cell"]) if c in set(sim["cell"])]:
+        s, v = sim[sim["cell"] == cell_id], vm[vm["cell"] == cell_id]
+        s_share = s.groupby("flow")["share"].mean()
+        v_share = v.groupby("flow")["share"].mean()
+        share_gap = float((s_share - v_share).abs().max())
+        sj = s.groupby("seed")["jain_of_means"].first()
+        vj = v.groupby("seed")["jain_of_means"].first()
+        j_gap = abs(float(sj.mean()) - float(vj.mean()))
+        agree = share_gap <= SHARE_POINTS and j_gap <= JAIN_TOLERANCE
+        why = []
+        if share_gap > SHARE_POINTS:
+            why.append(f"share off by {share_gap:.1f} points")
+        if j_gap > JAIN_TOLERANCE:
+            why.append(f"J off by {j_gap:.3f}")
+        rows.append({
+            "cell": cell_id,
+            "sim_shares": "/".join(f"{x:.0f}" for x in s_share),
+            "vm_shares": "/".join(f"{x:.0f}" for x in v_share),
+            "sim_j": float(sj.mean()), "vm_j": float(vj.mean()),
+            "sim_j_sd": float(sj.std(ddof=1)) if len(sj) > 1 else np.nan,
+            "vm_j_sd": float(vj.std(ddof=1)) if len(vj) > 1 else np.nan,
+            "sim_mean_jt": float(s.groupby("seed")["mean_jt"].first().mean()),
+            "vm_mean_jt": float(v.groupby("seed")["mean_jt"].first().mean()),
+            "sim_retrans": float(s.groupby("seed")["retransmits"].sum().mean()),
+            "vm_retrans": float(v.groupby("seed")["retransmits"].sum().mean()),
+            "sim_drops": float(s.groupby("seed")["drops"].first().mean()),
+            "vm_drops": float(v.groupby("seed")["drops"].first().mean()),
+            "seeds_sim": int(sj.size), "seeds_vm": int(vj.size),
+            "agree": agree, "difference": "; ".join(why) or "—",
+        })
+    return pd.DataFrame(rows)
+
+
+def markdown(table: pd.DataFrame) -> str:
+    """The side-by-side table as Markdown (docs/validation/vm.md)."""
+    head = ("| cell | sim share % | vm share % | sim J (sd) | vm J (sd) | sim / vm mean J(t) | "
+            "sim / vm retrans per run | sim / vm drops per run | seeds sim/vm | verdict |\n"
+            "|---|---|---|---|---|---|---|---|---|---|\n")
+    lines = []
+    for r in table.itertuples():
+        def sd(x: float) -> str:
+            return "—" if np.isnan(x) else f"{x:.3f}"
+        lines.append(
+            f"| {r.cell} | {r.sim_shares} | {r.vm_shares} | {r.sim_j:.3f} ({sd(r.sim_j_sd)}) | {r.vm_j:.3f} ({sd(r.vm_j_sd)}) | "
+            f"{r.sim_mean_jt:.3f} / {r.vm_mean_jt:.3f} | {r.sim_retrans:.0f} / {r.vm_retrans:.0f} | "
+            f"{r.sim_drops:.0f} / {r.vm_drops:.0f} | {r.seeds_sim}/{r.seeds_vm} | "
+            f"{'agree' if r.agree else r.difference} |")
+    n = len(table)
+    agree = int(table["agree"].sum()) if n else 0
+    foot = f"\n{agree} of {n} cells agree ({100 * agree / n:.0f} %)." if n else "\nno cell has results on both backends yet."
+    return head + "\n".join(lines) + "\n" + foot + "\n"

@@ -86,19 +86,22 @@ else:
         except SystemExit as exc:
             if exc.code:
                 raise
-print(time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(time.perf_counter() - t0, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024)
 """
 
 
-def run_child(mode: str, path: Path) -> tuple[float, float]:
-    """(seconds, peak RSS in MiB) of one fresh process: ``load`` = fairlab.ingest.load
-    only, ``analyze`` = the whole `fairlab analyze FILE --json`."""
+def run_child(mode: str, path: Path) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS in MiB) of one fresh process: ``load`` =
+    fairlab.ingest.load only, ``analyze`` = the whole `fairlab analyze FILE --json`.
+    CPU time (user + system, all threads) is the figure that does not depend on what
+    else the machine runs."""
     proc = subprocess.run([sys.executable, "-c", CHILD, mode, str(path)], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         print(f"  {mode} failed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}")
-        return float("nan"), float("nan")
-    wall, rss = proc.stdout.split()[-2:]
-    return float(wall), float(rss)
+        return float("nan"), float("nan"), float("nan")
+    wall, cpu, rss = proc.stdout.split()[-3:]
+    return float(wall), float(cpu), float(rss)
 
 
 def main() -> None:
@@ -121,12 +124,14 @@ def main() -> None:
         write_csv(pc, args.flows, args.samples)
         cases.append((f"plain CSV, {args.flows} flows x {args.samples} samples", pc, []))
         print(f"fairlab analyze, whole process; python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
-        print(f"{'file':52s} {'size':>8s}  {'load: s':>8s} {'MiB':>6s}  {'analyze: s':>10s} {'MiB':>6s}")
+        print(f"load average {os.getloadavg()[0]:.1f}")
+        print(f"{'file':52s} {'size':>9s}  {'load: wall s':>12s} {'CPU s':>6s} {'MiB':>6s}  "
+              f"{'analyze: wall s':>15s} {'CPU s':>6s} {'MiB':>6s}")
         for what, path, _extra in cases:
             size = path.stat().st_size / 1e6
-            lw, lr = run_child("load", path)
-            aw, ar = (float("nan"), float("nan")) if args.load_only else run_child("analyze", path)
-            print(f"{what:52s} {size:6.1f} MB  {lw:8.2f} {lr:6.0f}  {aw:10.2f} {ar:6.0f}", flush=True)
+            lw, lc, lr = run_child("load", path)
+            aw, ac, ar = (float("nan"),) * 3 if args.load_only else run_child("analyze", path)
+            print(f"{what:52s} {size:6.1f} MB  {lw:12.2f} {lc:6.2f} {lr:6.0f}  {aw:15.2f} {ac:6.2f} {ar:6.0f}", flush=True)
 
 
 if __name__ == "__main__":

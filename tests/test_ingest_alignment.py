@@ -130,3 +130,28 @@ def test_window_rule_on_exact_grid_and_on_late_stamps():
     # a 0.1-s grid: float noise in 0.1·k must not move a sample across the edge
     fine = _grid_trace([round(0.1 * k, 10) for k in range(1, 101)], 0.1)
     assert len(fine.window(2, 3).samples) == 10
+
+
+def test_live_collect_places_files_at_millisecond_connect_stamps_else_at_launch():
+    """The live backend's `_collect`: ms_clients_cubic.json (iperf3 3.21+, timemillisecs
+    ...140.821) launched at ...140.800 is placed at its connect stamp, 0.021 s after
+    the launch; two_clients_reno.json (iperf3 3.12, whole seconds only) at its launch
+    time. t0 (scenario time 0) is ...140.000, so the first CUBIC sample (end 1.001551)
+    lands at 0.821 + 1.001551 and Reno's (end 1.000107) at 2.5 + 1.000107."""
+    from fairlab.backends.live.runner import _collect, _Flow
+
+    t0 = 1795241140.0
+    spec = {"start_ns": 0, "rtt_ns": 20_000_000, "ecn": False, "mss": 1448, "cca": "cubic", "bytes": None}
+    flows = [
+        _Flow(index=0, label="cubic", spec=spec, offset_s=0.8, seconds=4, port=5201,
+              logfile=DATA / "ms_clients_cubic.json", launched_epoch=t0 + 0.800),
+        _Flow(index=1, label="reno", spec={**spec, "cca": "reno"}, offset_s=2.5, seconds=20, port=5202,
+              logfile=REC / "two_clients_reno.json", launched_epoch=t0 + 2.5),
+    ]
+    tr = _collect(flows, ["cubic", "reno"], t0, 0, 1.0)
+    assert tr.flows["start_s"].tolist() == pytest.approx([0.821, 2.5], abs=1e-6)
+    first = tr.samples.groupby("flow")["t"].min()
+    assert first[0] == pytest.approx(0.821 + 1.001551, abs=1e-6)
+    assert first[1] == pytest.approx(2.5 + 1.000107, abs=1e-6)
+    per_flow = tr.meta["alignment"]["per_flow"]
+    assert per_flow == {"cubic": "iperf3's millisecond connect stamp", "reno": "the runner's launch time"}

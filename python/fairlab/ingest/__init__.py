@@ -360,6 +360,21 @@ def _refuse_same_test_twice(parts: list[FilePart]) -> None:
             raise IngestError(f"{q.source}, {p.source}", f"record the same iperf3 test (cookie {cookie}) from its two ends, "
                               f"so each stream would count twice; load one side of each test{skew}")
         seen[cookie] = p
+    # iperf2 has no cookie, but both ends write the connection's addresses in the
+    # same order (client ip:port, server ip:port): one connection in two files is
+    # the same stream seen from both ends.
+    conns: dict[tuple[str, str], FilePart] = {}
+    for p in parts:
+        if p.family != "iperf2":
+            continue
+        for f in p.flows:
+            key = (str(f.extra.get("src")), str(f.extra.get("dst")))
+            q = conns.get(key)
+            if q is not None and q is not p:
+                raise IngestError(f"{q.source}, {p.source}", f"record the same iperf2 connection {key[0]} -> {key[1]} "
+                                  "(the client's and the server's file of one test), so each stream would count "
+                                  "twice; load one side of each test")
+            conns[key] = p
 
 
 def _align(parts: list[FilePart], given: list[float] | None, notes: list[str]) -> tuple[list[float], dict[str, Any]]:

@@ -255,12 +255,13 @@ def _numbers(col: pa.ChunkedArray, key: str, name: str, source: str, where: Call
     required cells by row."""
     typ = col.type
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
-        texts = col.to_numpy(zero_copy_only=False)
-        ok = np.array([v is None or v.strip() == "" or bool(NUMBER.match(v)) for v in texts], dtype=bool) \
-            if len(texts) < 10_000_000 else np.ones(len(texts), dtype=bool)
+        trimmed = pc.utf8_trim_whitespace(col)
+        ok = pc.fill_null(pc.or_(pc.equal(trimmed, ""), pc.match_substring_regex(col, NUMBER.pattern)), True)
+        ok = np.asarray(ok.to_numpy(zero_copy_only=False), dtype=bool)
         if not ok.all():
             r = int(np.flatnonzero(~ok)[0])
-            raise IngestError(source, f"must be a finite number, not {texts[r]!r}", **_where(what, where, r, name))
+            bad = col[r].as_py()
+            raise IngestError(source, f"must be a finite number, not {bad!r}", **_where(what, where, r, name))
         col = pc.cast(pc.if_else(pc.equal(pc.utf8_trim_whitespace(col), ""), None, pc.utf8_trim_whitespace(col)),
                       pa.float64())
     elif pa.types.is_boolean(typ) or not (pa.types.is_integer(typ) or pa.types.is_floating(typ)

@@ -45,7 +45,7 @@ $(VENV_STAMP): pyproject.toml
 	@command -v $(CARGO) >/dev/null || { echo "error: cargo (Rust stable) is required to build fairlab's core; install it with rustup or apt-get install cargo"; exit 1; }
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.5,<2" numpy pandas pyarrow duckdb pydantic typer rich matplotlib distributed pyroute2 pyelftools pytest hypothesis scipy
+	$(PIP) install -q "maturin>=1.5,<2" numpy pandas pyarrow duckdb pydantic typer rich matplotlib jinja2 distributed pyroute2 pyelftools pytest hypothesis scipy
 	@touch $@
 
 $(CORE_STAMP): $(VENV_STAMP) $(RUST_SOURCES) $(PY_SOURCES) pyproject.toml
@@ -72,6 +72,15 @@ dccpgen: $(DCCPGEN) ## Build the static DCCP traffic generator for the vm guest 
 
 .PHONY: install
 install: $(CORE_STAMP) $(LINKEM) $(DCCPGEN) ## Create .venv, build the Rust core, linkem and fairlab-dccpgen, install fairlab into it
+
+.PHONY: wheel
+wheel: $(VENV_STAMP) ## Build dist/: a wheel that carries linkem, and the sdist (pip install either)
+	@# buildsys/fairlab_build.py is also the PEP 517 backend `pip install .` uses; here it
+	@# stages linkem for `maturin build` and removes the copy whatever the build's outcome.
+	$(PY) buildsys/fairlab_build.py stage
+	$(MATURIN) build --release --out dist; rc=$$?; $(PY) buildsys/fairlab_build.py unstage; exit $$rc
+	$(MATURIN) sdist --out dist
+	@ls -l dist
 
 .PHONY: vm-image
 vm-image: install ## Build (or find) the vm backend's guest image: Debian packages, no root; cached under ~/.cache/fairlab/vm
@@ -131,4 +140,4 @@ fmt: ## Format Rust code
 .PHONY: clean
 clean: ## Remove build outputs (keeps .venv)
 	$(CARGO) clean
-	rm -rf $(OUT) $(CORE_STAMP)
+	rm -rf $(OUT) $(CORE_STAMP) dist

@@ -9,7 +9,6 @@ import pytest
 
 from cli_helpers import fairlab
 from fairlab.analysis import AnalysisError, analyze
-from fairlab.cli import expand_multi_value_options
 from fairlab.trace import Trace
 
 
@@ -91,11 +90,6 @@ def test_harm_from_solo_baselines():
 def test_window_outside_the_trace_is_refused():
     with pytest.raises(AnalysisError, match="trace ends at 100"):
         analyze(constant_trace([1.0, 2.0]), window=(500, 600))
-
-
-def test_multi_value_options_are_expanded():
-    argv = ["analyze", "a.json", "--calibration", "c1.json", "c2.json", "--json"]
-    assert expand_multi_value_options(argv) == ["analyze", "a.json", "--calibration", "c1.json", "--calibration", "c2.json", "--json"]
 
 
 def test_cli_json_is_the_documented_document(tmp_path):

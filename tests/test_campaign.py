@@ -240,7 +240,7 @@ def test_the_cli_exits_1_when_runs_failed_and_keeps_the_rest(tmp_path, monkeypat
     assert r.exit_code == 1, r.output
     msg = " ".join(r.output.split())
     assert "1 of 2 runs failed" in msg and str(out / "failed") in msg, msg
-    assert len(list((out / "runs").glob("*.parquet"))) == 1
+    assert len(list((out / "runs").glob("*/SHA256SUMS"))) == 1
     assert len(list((out / "failed").glob("*.json"))) == 1
 
 
@@ -275,7 +275,7 @@ def test_catalog_query_and_open_campaign(tmp_path):
     df = store.query("SELECT count(*) AS n FROM runs")
     assert int(df["n"][0]) == 2
     frames = open_campaign(tmp_path / "c")
-    assert set(frames) == {"runs", "flows", "samples", "bottleneck", "summaries"}
+    assert set(frames) == {"runs", "flows", "samples", "bottleneck", "summaries", "conditions"}
     # every run has both flows' samples; cubic starts at ~2 s so has fewer
     per_flow = frames["samples"].groupby(["run_key", "flow"]).size()
     assert (per_flow.xs(0, level="flow") == 12).all()
@@ -318,15 +318,15 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
     cmd = [*FAIRLAB_CLI, "run", str(spec), "--workers", "1", "--out"]
     proc = subprocess.Popen([*cmd, str(killed)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 60
-    while time.time() < deadline and len(list((killed / "runs").glob("*.parquet"))) < 3:
+    while time.time() < deadline and len(list((killed / "runs").glob("*/SHA256SUMS"))) < 3:
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     partial = Store(killed).done_keys()
     assert 3 <= len(partial) < 12, "the kill should land mid-campaign"
     # no temporary or truncated files count as runs
-    for p in (killed / "runs").glob("*.parquet"):
-        Store(killed).load(p.stem)
+    for p in (killed / "runs").glob("*/SHA256SUMS"):
+        Store(killed).load(p.parent.name)
     subprocess.run([*cmd, str(killed)], check=True, capture_output=True)
     subprocess.run([*cmd, str(clean)], check=True, capture_output=True)
     a, b = _samples_by_key(Store(killed)), _samples_by_key(Store(clean))

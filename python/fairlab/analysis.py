@@ -18,6 +18,7 @@ Rules worth knowing (also in docs/cli.md):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +68,87 @@ class Analysis:
     harm: HarmResult | None = None
     latency_harm: HarmResult | None = None
     notes: tuple[str, ...] = field(default=())
+
+    # ------------------------------------------------------------------ notebooks
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per flow, indexed by flow id: label, cca, start_s, mean_bps,
+        share (of the flows' summed mean), samples, retransmits, mean_srtt_s, and
+        when computed expected_bps, nru_u_db, nru_sigma_db, nru_stability,
+        t_convergence_s, harm and latency_harm. System-wide numbers (both Jain
+        indices, the NRU tuple and Case, the window) are in ``.attrs``.
+
+        >>> import fairlab
+        >>> a = fairlab.analyze(fairlab.load("examples/recordings/iperf3_P8_client.json"))  # doctest: +SKIP
+        >>> a.to_pandas()[["label", "mean_bps", "share"]]                               # doctest: +SKIP
+        """
+        rows = [
+            {
+                "flow": f.flow,
+                "label": f.label,
+                "cca": f.cca,
+                "start_s": f.start_s,
+                "mean_bps": f.mean_bps,
+                "samples": f.samples,
+                "retransmits": f.retransmits,
+                "mean_srtt_s": f.mean_srtt_s,
+            }
+            for f in self.flows
+        ]
+        df = pd.DataFrame(rows).set_index("flow")
+        df["retransmits"] = df["retransmits"].astype("Int64")
+        df["mean_bps"] = df["mean_bps"].astype(float)
+        total = df["mean_bps"].sum(min_count=1)
+        df.insert(df.columns.get_loc("mean_bps") + 1, "share", df["mean_bps"] / total if total else np.nan)
+        if self.expected_bps is not None:
+            df["expected_bps"] = list(self.expected_bps)
+        if self.nru is not None:
+            df["nru_u_db"] = [fl.u for fl in self.nru.flows]
+            df["nru_sigma_db"] = [fl.sigma for fl in self.nru.flows]
+            df["nru_stability"] = [fl.stability for fl in self.nru.flows]
+        if self.flow_convergence is not None:
+            df["t_convergence_s"] = list(self.flow_convergence)
+        if self.harm is not None:
+            df["harm"] = list(self.harm.per_flow)
+        if self.latency_harm is not None:
+            df["latency_harm"] = list(self.latency_harm.per_flow)
+        df = df.apply(lambda c: c.astype(float) if c.dtype == object and c.map(lambda v: v is None or isinstance(v, (int, float))).all() else c)
+        df.attrs.update(
+            window=self.window,
+            run=self.run,
+            jain_mean_jt=self.jain.mean_jt,
+            jain_of_means=self.jain.of_means,
+            end_summary_jain=self.end_summary_jain,
+            **({"nru_tuple": self.nru.tuple_str(), "nru_case": self.nru.case} if self.nru is not None else {}),
+        )
+        return df
+
+    def jain_to_pandas(self) -> pd.Series:
+        """J(t) over the window as a Series indexed by time (s) — the rows the mean
+        of J(t) averages."""
+        t = [r[0] for r in self.jain_series]
+        return pd.Series([r[1] for r in self.jain_series], index=pd.Index(t, name="t", dtype=float), name="jain", dtype=float)
+
+    def __repr__(self) -> str:
+        def num(v: float | None) -> str:
+            return "—" if v is None else f"{v:.3f}"
+
+        parts = [
+            f"run {self.run}",
+            f"window {self.window[0]:g}–{self.window[1]:g} s",
+            f"{len(self.flows)} flow{'s' if len(self.flows) != 1 else ''}",
+            f"mean J(t) {num(self.jain.mean_jt)}",
+            f"J of means {num(self.jain.of_means)}",
+        ]
+        if self.nru is not None:
+            parts.append(f"NRU {self.nru.tuple_str()} Case {self.nru.case or '—'}")
+        if self.harm is not None:
+            parts.append(f"harm mean {num(self.harm.mean)}")
+        return f"Analysis({', '.join(parts)})"
+
+    def _repr_html_(self) -> str:
+        from .report.notebook import analysis_html
+
+        return analysis_html(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The stable `--json` document (docs/cli.md). No NaN: None for no value."""
@@ -184,19 +266,24 @@ def analyze(
     run: int | None = None,
     calibration: Trace | None = None,
     baseline: Trace | None = None,
-    expected_bps: Any = None,
-    solo_bps: Any = None,
+    expected_bps: Sequence[float] | np.ndarray | None = None,
+    solo_bps: Sequence[float] | np.ndarray | None = None,
     epoch: float | None = None,
     u_c: float = U_C_DEFAULT,
     k: int = 1,
 ) -> Analysis:
     """Analyse one run of ``trace`` over ``window`` (seconds, either side may be None).
 
-    With ``calibration`` the NRU family is computed (weights by seed 000 Eq. 14); with
-    ``epoch`` also convergence times T_U (Eqs. 11-12) from that epoch with threshold
-    ``u_c`` held for ``k`` samples; with ``baseline`` (solo runs) harm. A campaign that
+    With ``calibration`` the NRU family is computed (weights by Bhatti et al. 2009,
+    Eq. 14); with ``epoch`` also convergence times T_U (Eqs. 11-12) from that epoch
+    with threshold ``u_c`` held for ``k`` samples; with ``baseline`` (solo runs) harm. A campaign that
     has already reduced its calibration/solo runs to one number per flow passes
     ``expected_bps`` / ``solo_bps`` (bit/s, one per flow) instead.
+
+    >>> import fairlab
+    >>> trace = fairlab.load("examples/recordings/iperf3_P8_client.json")
+    >>> result = fairlab.analyze(trace, window=(2, 20))
+    >>> result.to_pandas()[["label", "mean_bps", "share"]]  # doctest: +SKIP
     """
     runs = trace.runs
     if run is None:

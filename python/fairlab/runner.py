@@ -18,7 +18,23 @@ def run_scenario(
     run_index: int = 0,
     progress: Callable[[float], bool | None] | None = None,
 ) -> Trace:
-    """Run ``scenario`` once on ``backend`` ("sim", "live" or "vm") with ``seed``."""
+    """Run ``scenario`` once on ``backend`` ("sim", "live" or "vm") with ``seed``. The
+    scenario's `title` and `description`, when given, are copied into the trace's meta."""
+    trace = _run_on_backend(scenario, seed=seed, backend=backend, run_index=run_index, progress=progress)
+    for key in ("title", "description"):
+        if getattr(scenario, key) is not None:
+            trace.meta[key] = getattr(scenario, key)
+    return trace
+
+
+def _run_on_backend(
+    scenario: Scenario,
+    *,
+    seed: int | None,
+    backend: str,
+    run_index: int,
+    progress: Callable[[float], bool | None] | None,
+) -> Trace:
     if backend == "sim":
         from .backends.sim import simulate
 

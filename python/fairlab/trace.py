@@ -244,6 +244,27 @@ class Trace:
         """Samples joined with the flow table: one tidy frame for pandas users."""
         return self.samples.merge(self.flows, on="flow", how="left")
 
+    def tables(self) -> dict[str, pa.Table]:
+        """The samples, flow and (when present) bottleneck tables as ordinary Arrow
+        tables, each readable on its own by any Parquet tool; pandas dtypes (Int64,
+        string) ride in each table's standard pandas schema metadata, so
+        `from_tables` gives back exactly this Trace. The campaign store writes one
+        Parquet file per table."""
+        out = {
+            "samples": pa.Table.from_pandas(self.samples, preserve_index=False),
+            "flows": pa.Table.from_pandas(self.flows, preserve_index=False),
+        }
+        if self.bottleneck is not None:
+            out["bottleneck"] = pa.Table.from_pandas(self.bottleneck, preserve_index=False)
+        return out
+
+    @classmethod
+    def from_tables(cls, samples: pa.Table, flows: pa.Table, bottleneck: pa.Table | None = None,
+                    meta: dict[str, Any] | None = None) -> Trace:
+        """The Trace whose `tables` these are."""
+        return cls.from_frames(samples.to_pandas(), flows.to_pandas(),
+                               None if bottleneck is None else bottleneck.to_pandas(), meta)
+
     def _arrow_table(self) -> pa.Table:
         table = pa.Table.from_pandas(self.samples, preserve_index=False)
         extra = {
@@ -262,8 +283,13 @@ class Trace:
         reader never sees half a file."""
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
-        pq.write_table(self._arrow_table(), tmp)
-        tmp.replace(path)
+        try:
+            pq.write_table(self._arrow_table(), tmp)
+            tmp.replace(path)
+        except OSError as exc:
+            # A full disk or a read-only directory: no half-written file, one sentence.
+            tmp.unlink(missing_ok=True)
+            raise TraceError(f"{path}: cannot write the trace ({exc.strerror or exc}); free space or choose another --out") from None
         return path
 
     def to_parquet_bytes(self) -> bytes:
@@ -303,6 +329,11 @@ class Trace:
             f"Trace({n_flows} flow{'s' if n_flows != 1 else ''}, {len(self.samples)} samples, "
             f"runs={self.runs}, bottleneck={'yes' if self.bottleneck is not None else 'no'})"
         )
+
+    def _repr_html_(self) -> str:
+        from .report.notebook import trace_html
+
+        return trace_html(self)
 
 
 def _is_sorted(df: pd.DataFrame, keys: tuple[str, ...]) -> bool:

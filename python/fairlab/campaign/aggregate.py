@@ -18,15 +18,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..analysis import analyze
 from ..ingest import load as ingest_load
 from ..metrics.nru import classify_case, format_tuple
 from ..metrics.stats import RunStats, run_stats
+from ..report.labels import condition_label
 from ..scenario import Scenario
 from ..trace import Trace
 from .plan import CALIBRATION, MAIN, SOLO, Campaign, expand
 from .store import Store
+
+
+#: Below this fraction of the link rate a condition's flows did not fill the link, so
+#: their shares say little about fairness at the bottleneck; reports flag it.
+LOW_UTILISATION = 0.8
 
 
 @dataclass
@@ -35,6 +42,7 @@ class FlowResult:
     cca: str
     rtt_s: float
     mean_bps: RunStats
+    start_s: float = 0.0
 
 
 @dataclass
@@ -61,6 +69,103 @@ class ConditionResult:
     harm_mean: RunStats | None = None
     harm_per_flow: list[RunStats] = field(default_factory=list)
     missing_runs: int = 0
+    #: the condition's scenario as run (first run; runs differ only in their seed)
+    scenario: Scenario | None = field(default=None, repr=False)
+    seeds: list[int] = field(default_factory=list)
+    #: per run (by run index): the flows' summed mean throughput over the window / link rate
+    utilisation_per_run: list[float] = field(default_factory=list)
+    utilisation: RunStats | None = None
+    #: per run: engine / kernel facts of the backend that made it (see `backend_of`)
+    backend_versions: list[str] = field(default_factory=list)
+    #: run key -> that run's own numbers (the catalog's per-run NRU and harm columns)
+    per_run: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def rate_bps(self) -> float | None:
+        """The bottleneck rate of this condition."""
+        return None if self.scenario is None else float(self.scenario.bottleneck.rate)
+
+    def __repr__(self) -> str:
+        j = self.jain_mean_jt.mean
+        u = None if self.utilisation is None else self.utilisation.mean
+        return (
+            f"ConditionResult({condition_label(self.point)!r}, {len(self.runs)} run(s), {len(self.flows)} flows, "
+            f"mean J(t) {'—' if j is None else f'{j:.3f}'}, utilisation {'—' if u is None else f'{100 * u:.0f}%'})"
+        )
+
+
+class CampaignResults(list):
+    """`aggregate`'s answer: a list of `ConditionResult` (one per main condition, in
+    sweep order) with a table view for pandas and a notebook display.
+
+    >>> import fairlab
+    >>> from fairlab.campaign.aggregate import aggregate_dir
+    >>> results = aggregate_dir("out/bhatti2008-dccp-quick")   # doctest: +SKIP
+    >>> results.to_pandas()[["condition_label", "jain_mean_jt", "utilisation"]]  # doctest: +SKIP
+    """
+
+    def __init__(self, items: list[ConditionResult], *, name: str = "", backend: str = "", low_utilisation: float = LOW_UTILISATION):
+        super().__init__(items)
+        self.name = name
+        self.backend = backend
+        self.low_utilisation = low_utilisation
+
+    def to_pandas(self, *, per: str = "condition") -> pd.DataFrame:
+        """``per="condition"``: one row per condition with the sweep point's values as
+        columns, runs, both Jain indices (mean and std over runs), utilisation and, when
+        computed, the NRU Case and mean harm. ``per="flow"``: one row per condition and
+        flow with its mean throughput (mean and std over runs)."""
+        rows: list[dict[str, Any]] = []
+        for r in self:
+            base: dict[str, Any] = {"condition": r.condition, "condition_label": condition_label(r.point), **{f"sweep:{k}": v for k, v in r.point.items()}}
+            if per == "flow":
+                for i, f in enumerate(r.flows):
+                    rows.append({**base, "flow": i, "label": f.label, "cca": f.cca, "rtt_s": f.rtt_s, "start_s": f.start_s,
+                                 "mean_bps": f.mean_bps.mean, "std_bps": f.mean_bps.std, "runs": f.mean_bps.n})
+                continue
+            if per != "condition":
+                raise ValueError(f"per must be 'condition' or 'flow', not {per!r}")
+            rows.append({
+                **base,
+                "runs": len(r.runs),
+                "flows": len(r.flows),
+                "rate_bps": r.rate_bps,
+                "jain_mean_jt": r.jain_mean_jt.mean,
+                "jain_mean_jt_std": r.jain_mean_jt.std,
+                "jain_of_means": r.jain_of_means.mean,
+                "jain_of_means_std": r.jain_of_means.std,
+                "utilisation": None if r.utilisation is None else r.utilisation.mean,
+                "nru_case": r.nru_case,
+                "harm_mean": None if r.harm_mean is None else r.harm_mean.mean,
+            })
+        return pd.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        return f"CampaignResults({self.name!r}, {len(self)} conditions, backend {self.backend!r})"
+
+    def _repr_html_(self) -> str:
+        from ..report.notebook import campaign_html
+
+        return campaign_html(self)
+
+
+def backend_of(trace: Trace) -> str:
+    """What made a run, as a reader needs it to judge the numbers: the simulator and
+    its engine build, or the live path with its kernel and tool versions."""
+    m = trace.meta
+    if m.get("backend") == "live":
+        em = (m.get("emulation") or {}).get("path", "?")
+        tools = ", ".join(f"{k} {v}" for k, v in (m.get("tool_versions") or {}).items() if v and k != "pyroute2")
+        return f"live ({em} path), Linux {m.get('kernel', '?')}" + (f", {tools}" if tools else "")
+    if m.get("backend") == "vm":
+        qemu = (m.get("vm") or {}).get("qemu")
+        return f"vm, Linux {m.get('kernel', '?')} in QEMU" + (f" {qemu}" if qemu else "") + (f", {m['tool']}" if m.get("tool") else "")
+    # A simulator run's content address includes the engine build's fingerprint, so
+    # every run `aggregate` finds was made by the engine build loaded now.
+    from .plan import _engine
+
+    engine = m.get("engine") or _engine()
+    return f"fairlab simulator {m.get('fairlab_version') or m.get('tool_version') or ''}".strip() + (f", engine {engine}" if engine else "")
 
 
 def _mean_of_flows(trace: Trace) -> list[float]:
@@ -87,15 +192,16 @@ def _entry_of_expanded(model: Scenario) -> list[int]:
     return out
 
 
-def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionResult]:
-    """Per-condition results for every main condition of the campaign in ``store``."""
+def aggregate(store: Store, campaign: Campaign | None = None, *, cache: dict[str, Trace] | None = None) -> CampaignResults:
+    """Per-condition results for every main condition of the campaign in ``store``
+    (``cache``: run key -> Trace, shared with a caller that reads the runs too)."""
     camp = campaign or campaign_of(store)
     done = store.done_keys()
     tasks_by_cond: dict[str, list] = {}
     for t in camp.tasks:
         tasks_by_cond.setdefault(t.condition, []).append(t)
 
-    cache: dict[str, Trace] = {}
+    cache = {} if cache is None else cache
 
     def load(key: str) -> Trace:
         if key not in cache:
@@ -110,7 +216,8 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionR
         tasks = sorted(tasks_by_cond[cond], key=lambda t: t.run_index)
         model = tasks[0].model()
         window = _window_s(model)
-        traces = [load(t.key) for t in tasks if t.key in done]
+        done_tasks = [t for t in tasks if t.key in done]
+        traces = [load(t.key) for t in done_tasks]
         missing = len(tasks) - len(traces)
         links = camp.links.get(cond, {"calibration": {}, "solo": {}})
         labels = [lbl for lbl, _ in model.expanded_flows()]
@@ -141,13 +248,16 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionR
         # measured calibration / solo runs named in [analysis] (the plan then derives none)
         measured_cal = ingest_load(model.analysis.calibration_files) if model.analysis.nru and model.analysis.calibration_files else None
         measured_base = ingest_load(model.analysis.baseline_files) if model.analysis.harm and model.analysis.baseline_files else None
+        starts = [f.start / 1e9 for _, f in model.expanded_flows()]
+        util: list[float] = []
         jt, jm, flow_means = [], [], [[] for _ in labels]
         res_expected = expected
         up, um, umean, ss, tu, harm_mean = [], [], [], [], [], []
         harm_flow: list[list[float | None]] = [[] for _ in labels]
         n_conv = 0
         epoch = None if model.analysis.epoch is None else model.analysis.epoch / 1e9
-        for tr in traces:
+        per_run: dict[str, dict[str, Any]] = {}
+        for task, tr in zip(done_tasks, traces):
             a = analyze(
                 tr,
                 window=window,
@@ -163,6 +273,9 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionR
                 res_expected = list(a.expected_bps)
             jt.append(a.jain.mean_jt)
             jm.append(a.jain.of_means)
+            present = [f.mean_bps for f in a.flows if f.mean_bps is not None]
+            if present:
+                util.append(float(sum(present)) / model.bottleneck.rate)
             for i, f in enumerate(a.flows):
                 flow_means[i].append(f.mean_bps)
             if a.nru is not None:
@@ -177,6 +290,25 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionR
                 harm_mean.append(a.harm.mean)
                 for i, h in enumerate(a.harm.per_flow):
                     harm_flow[i].append(h)
+            per_run[task.key] = {
+                "jain_mean_jt": a.jain.mean_jt,
+                "jain_of_means": a.jain.of_means,
+                "nru_u_plus": a.nru.u_plus if a.nru else None,
+                "nru_u_minus": a.nru.u_minus if a.nru else None,
+                "nru_u_mean": a.nru.u_mean if a.nru else None,
+                "nru_s_system": a.nru.s_system if a.nru else None,
+                "nru_case": a.nru.case if a.nru else None,
+                "nru_t_convergence_s": a.nru.t_convergence if a.nru and epoch is not None else None,
+                "harm_mean": a.harm.mean if a.harm else None,
+                "flows": [
+                    {
+                        "expected_bps": a.expected_bps[i] if a.expected_bps else None,
+                        "nru_u_db": a.nru.flows[i].u if a.nru else None,
+                        "harm": a.harm.per_flow[i] if a.harm else None,
+                    }
+                    for i in range(len(a.flows))
+                ],
+            }
         jt_stats = run_stats(jt)
         cv = None
         if jt_stats.mean and jt_stats.std is not None:
@@ -186,12 +318,18 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionR
             label=tasks[0].label,
             point=tasks[0].point,
             runs=[t.key for t in tasks if t.key in done],
-            flows=[FlowResult(labels[i], ccas[i], rtts[i], run_stats(flow_means[i])) for i in range(len(labels))],
+            flows=[FlowResult(labels[i], ccas[i], rtts[i], run_stats(flow_means[i]), starts[i]) for i in range(len(labels))],
             jain_mean_jt=jt_stats,
             jain_of_means=run_stats(jm),
             jain_cv=cv,
             expected_bps=res_expected,
             missing_runs=missing,
+            scenario=model,
+            seeds=[t.seed for t in tasks],
+            utilisation_per_run=util,
+            utilisation=run_stats(util) if util else None,
+            backend_versions=sorted({backend_of(tr) for tr in traces}),
+            per_run=per_run,
         )
         if up and traces:
             res.nru_u_plus, res.nru_u_minus = run_stats(up), run_stats(um)
@@ -207,7 +345,12 @@ def aggregate(store: Store, campaign: Campaign | None = None) -> list[ConditionR
             res.harm_mean = run_stats(harm_mean)
             res.harm_per_flow = [run_stats(h) for h in harm_flow]
         results.append(res)
-    return results
+    return CampaignResults(results, name=camp.name, backend=camp.backend)
+
+
+def aggregate_dir(directory: str | Any) -> CampaignResults:
+    """`aggregate` of the campaign stored in ``directory`` (what `fairlab report` reads)."""
+    return aggregate(Store(directory))
 
 
 def fmt_stat(s: RunStats | None, scale: float = 1.0, dp: int = 2) -> str:
@@ -219,4 +362,4 @@ def fmt_stat(s: RunStats | None, scale: float = 1.0, dp: int = 2) -> str:
     return f"{s.mean / scale:.{dp}f} ± {s.std / scale:.{dp}f}"
 
 
-__all__ = ["ConditionResult", "FlowResult", "aggregate", "campaign_of", "fmt_stat", "MAIN", "CALIBRATION", "SOLO"]
+__all__ = ["LOW_UTILISATION", "CampaignResults", "ConditionResult", "FlowResult", "aggregate", "aggregate_dir", "backend_of", "campaign_of", "fmt_stat", "MAIN", "CALIBRATION", "SOLO"]

@@ -200,7 +200,7 @@ def _points(sweep: dict[str, list[Any]], mode: str, source: str) -> list[dict[st
 
 #: Top-level scenario fields; a sweep key naming none of them (and holding no "." or
 #: "[") is a grouped axis.
-_SCENARIO_FIELDS = {"name", "duration", "interval", "window", "seed", "runs", "bottleneck", "access_rate", "variation", "analysis", "flows"}
+_SCENARIO_FIELDS = set(Scenario.model_fields)
 
 
 def is_grouped_axis(key: str) -> bool:

@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..analysis import Analysis, analyze
+from ..campaign.paths import slug
 from ..campaign.plan import derive_seed
 from ..campaign.aggregate import fmt_stat
 from ..metrics.stats import run_stats
@@ -50,7 +51,7 @@ def compare(
     n = model.runs if runs is None else runs
     seeds = [derive_seed(base, k) for k in range(n)]
     window = None if model.window is None else (model.window[0] / 1e9, model.window[1] / 1e9)
-    out_dir = out or Path("out") / f"{model.name}-compare"
+    out_dir = out or Path("out") / f"{slug(model.name)}-compare"
     out_dir.mkdir(parents=True, exist_ok=True)
     traces: dict[str, Trace] = {}
     analyses: dict[str, list[Analysis]] = {}

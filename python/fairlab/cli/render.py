@@ -7,6 +7,8 @@ from rich.table import Table
 
 from ..analysis import Analysis
 from ..metrics._common import fmt_num
+from ..report.citations import cite
+from ..report.format import fmt_rate, fmt_rate_pm, rate_unit  # noqa: F401  (the one SI formatter; compare_cmd imports them from here)
 from ..trace import Trace
 from .common import console
 
@@ -17,30 +19,6 @@ CASE_COMMENT = {
     "D": "all flows fair or better",
     "E": "all flows fair",
 }
-
-
-def rate_unit(bps: float) -> tuple[float, str]:
-    """The SI prefix iperf would print ``bps`` with: (factor, unit)."""
-    for factor, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
-        if abs(bps) >= factor:
-            return factor, unit
-    return 1.0, "bit/s"
-
-
-def fmt_rate(bps: float | None) -> str:
-    """Bits/s with an SI prefix, as iperf prints them."""
-    if bps is None:
-        return "—"
-    factor, unit = rate_unit(bps)
-    return f"{bps:.0f} bit/s" if factor == 1.0 else f"{bps / factor:.2f} {unit}"
-
-
-def fmt_rate_pm(bps: float | None, std: float | None) -> str:
-    """'mean ± std unit' with both in the mean's unit ("9.72 ± 0.20 Mbit/s")."""
-    if bps is None or std is None:
-        return fmt_rate(bps)
-    factor, unit = rate_unit(bps)
-    return f"{bps / factor:.2f} ± {std / factor:.2f} {unit}"
 
 
 def fmt_seconds(s: float | None) -> str:
@@ -77,15 +55,15 @@ def print_analysis(trace: Trace, a: Analysis, inputs: list[str]) -> None:
     j.add_column("variant")
     j.add_column("value", justify="right")
     j.add_column("definition")
-    j.add_row("mean of J(t)", fmt_num(a.jain.mean_jt, 4), f"seed 000 Eq. 2, averaged over {a.jain.n_samples} sample times")
-    j.add_row("J of mean throughputs", fmt_num(a.jain.of_means, 4), "seed 000 Eq. 1 on each flow's mean over the window")
+    j.add_row("mean of J(t)", fmt_num(a.jain.mean_jt, 4), f"{cite('000')} Eq. 2, averaged over {a.jain.n_samples} sample times")
+    j.add_row("J of mean throughputs", fmt_num(a.jain.of_means, 4), f"{cite('000')} Eq. 1 on each flow's mean over the window")
     if a.end_summary_jain is not None:
         j.add_row("J of end-of-test summaries", fmt_num(a.end_summary_jain, 4), "Eq. 1 on iperf3's per-stream end summary (the USC lab script's number)")
     console.print(j)
 
     if a.nru is not None:
         n = a.nru
-        nt = Table(title="Normalised Resource Usage (seed 000)", title_justify="left")
+        nt = Table(title=f"Normalised Resource Usage ({cite('000')})", title_justify="left")
         for col in ("flow", "expected", "U_n (dB)", "σ_n (dB)", "S_n", "T_U"):
             nt.add_column(col, justify="left" if col == "flow" else "right")
         for i, fl in enumerate(n.flows):

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import json
-import time
+import signal
 from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.console import Console
 from rich.markup import escape
 
 from ..analysis import analyze
+from ..campaign.paths import inside, slug
 from ..campaign.plan import load_campaign
 from ..runner import BACKENDS, run_scenario
 from ..scenario import Scenario
 from .common import console, err_console
+from .overrides import apply_overrides, refuse_swept_overrides
+from .plan_cmd import SET_HELP
+from .progress import CampaignProgress, SimulatedTime
 from .render import print_analysis
 
 
@@ -26,12 +30,13 @@ def run(
     backend: str = typer.Option("sim", "--backend", help="sim (packet-level simulator), live (network namespaces, root) or vm (a stock Linux kernel in QEMU, virtual time)"),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="campaigns: local worker processes (default: all cores)"),
     dask: Optional[str] = typer.Option(None, "--dask", help="campaigns: run on Dask: 'local' or a scheduler address tcp://host:8786"),
-    as_json: bool = typer.Option(False, "--json", help="single runs: print the same JSON document as `fairlab analyze --json`"),
+    overrides: Optional[list[str]] = typer.Option(None, "--set", metavar="PATH=VALUE", help=SET_HELP),
+    as_json: bool = typer.Option(False, "--json", help="print a JSON document instead of tables: a single run's analysis, or a campaign's outcome (docs/cli.md)"),
 ) -> None:
     """Run a scenario on the simulator (default) or live; write the Trace and print the analysis."""
     from ..scenario import read_toml
 
-    doc = read_toml(scenario)
+    doc = apply_overrides(read_toml(scenario), overrides, source=str(scenario))
     if seed is not None:
         doc["seed"] = seed
     if backend not in BACKENDS:
@@ -39,13 +44,14 @@ def run(
 
         raise AnalysisError(f"--backend {backend!r} is not known; allowed: {', '.join(BACKENDS)}")
     campaign = _campaign(doc, scenario, backend)
-    out_dir = out or Path("out") / campaign.name
+    refuse_swept_overrides(campaign, overrides)
+    out_dir = out or Path("out") / slug(campaign.name)
     if len(campaign.tasks) == 1 and not doc.get("sweep"):
         _single(campaign.tasks[0].model(), campaign.tasks[0].seed, backend, out_dir, as_json, source=scenario)
     else:
+        report = run_campaign_with_progress(campaign, out_dir, workers=workers, dask=dask, as_json=as_json)
         if as_json:
-            err_console.print("note: --json applies to single runs; a campaign's results are in its directory (fairlab report / query)")
-        report = run_campaign_with_progress(campaign, out_dir, workers=workers, dask=dask)
+            print(json.dumps(campaign_document(campaign, report, out_dir), indent=2, allow_nan=False, default=str))
         exit_if_runs_failed(report, out_dir)
 
 
@@ -57,31 +63,17 @@ def _campaign(doc: dict, path: Path, backend: str):
 
 def _single(model: Scenario, seed: int, backend: str, out_dir: Path, as_json: bool, *, source: Path) -> None:
     total = model.duration / 1e9
-    t0 = time.perf_counter()
-    progress: Progress | None = None
-    task_id = None
-
-    def on_progress(sim_s: float) -> bool:
-        nonlocal progress, task_id
-        # Only runs longer than a second get a bar.
-        if progress is None and time.perf_counter() - t0 > 1.0 and not as_json:
-            progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total:.0f} s simulated"), TimeRemainingColumn(), console=err_console, transient=True)
-            progress.start()
-            task_id = progress.add_task(model.name, total=total)
-        if progress is not None:
-            progress.update(task_id, completed=sim_s)
-        return True
-
+    on_progress = SimulatedTime(model.name, total, enabled=not as_json)
     try:
         trace = run_scenario(model, seed=seed, backend=backend, progress=on_progress)
     except ValueError as exc:
         # Engine and live errors name the field; say which file it is in.
         raise type(exc)(f"{source}: {exc}") from None
     finally:
-        if progress is not None:
-            progress.stop()
+        on_progress.stop()
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = trace.to_parquet(out_dir / f"{model.name}.parquet")
+    # The scenario's name may hold "/", ".." or NUL; only its slug becomes a path.
+    path = trace.to_parquet(inside(out_dir, f"{slug(model.name)}.parquet"))
     window = None if model.window is None else (model.window[0] / 1e9, model.window[1] / 1e9)
     result = analyze(trace, window=window)
     if as_json:
@@ -89,6 +81,8 @@ def _single(model: Scenario, seed: int, backend: str, out_dir: Path, as_json: bo
         doc["trace"] = str(path)
         doc["backend"] = backend
         doc["seed"] = seed
+        for key in ("title", "description"):
+            doc[key] = getattr(model, key)
         print(json.dumps(doc, indent=2, allow_nan=False))
         return
     print_analysis(trace, result, [f"{backend} run of {model.name} (seed {seed})"])
@@ -99,38 +93,62 @@ def _single(model: Scenario, seed: int, backend: str, out_dir: Path, as_json: bo
     console.print(f"trace written to [bold]{path}[/] — analyse again with `fairlab analyze {path}`")
 
 
-def run_campaign_with_progress(campaign, out_dir: Path, *, workers: int | None, dask: str | None):
-    """Run a campaign into ``out_dir`` with a progress bar; print what happened."""
+def run_campaign_with_progress(campaign, out_dir: Path, *, workers: int | None, dask: str | None, as_json: bool = False):
+    """Run a campaign into ``out_dir`` with progress on stderr; say what happened (on
+    stderr when stdout is reserved for a --json document)."""
     from ..campaign.execute import run_campaign
     from ..campaign.store import Store
 
     store = Store(out_dir)
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("runs · [red]{task.fields[failed]} failed"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-    ) as bar:
-        tid = bar.add_task(campaign.name, total=len(campaign.tasks), failed=0)
+    out = err_console if as_json else console
+    with CampaignProgress(campaign.name, len(campaign.tasks)) as bar:
 
         def on_progress(done: int, failed: int, todo: int, total: int) -> None:
-            bar.update(tid, completed=done + failed, failed=failed)
+            bar.update(done + failed, failed)
 
         report = run_campaign(campaign, store, workers=workers, dask=dask, progress=on_progress)
-    console.print(
+    _say_what_happened(campaign, report, store, out_dir, out)
+    return report
+
+
+def _say_what_happened(campaign, report, store, out_dir: Path, out: Console) -> None:
+    out.print(
         f"campaign [bold]{campaign.name}[/]: {report.total} runs — {report.skipped} already done, "
         f"{report.done} run now, {report.failed} failed ({report.wall_s:.1f} s)"
     )
     for f in store.failures():
-        console.print(f"[red]failed[/] {escape(f['label'])} run {f['run_index']}: {escape(f['reason'].splitlines()[0])}")
+        out.print(f"[red]failed[/] {escape(f['label'])} run {f['run_index']}: {escape(f['reason'].splitlines()[0])}")
+    for key, reason in report.quarantined:
+        out.print(f"[yellow]damaged run[/] {key}: {escape(reason)}; moved to {escape(str(out_dir / 'quarantine'))}/ and recomputed")
     if report.interrupted:
-        console.print("[yellow]interrupted[/]: finished runs are kept; run the same command again to resume")
-        raise typer.Exit(130)
-    console.print(f"results in [bold]{out_dir}[/] — `fairlab report {out_dir}` writes tables and figures, `fairlab query {out_dir} \"SQL\"` queries them")
-    return report
+        # 128 + the signal, as a shell reports a process a signal stopped (130 SIGINT, 143 SIGTERM)
+        name = signal.Signals(report.signal or signal.SIGINT).name
+        out.print(f"[yellow]interrupted[/] ({name}): finished runs are kept; run the same command again to resume")
+        raise typer.Exit(128 + (report.signal or signal.SIGINT))
+    out.print(f"results in [bold]{out_dir}[/] — `fairlab report {out_dir}` writes tables and figures, `fairlab query {out_dir} \"SQL\"` queries them")
+
+
+def campaign_document(campaign, report, out_dir: Path) -> dict:
+    """`fairlab run CAMPAIGN --json` / `reproduce --json` (schema in docs/cli.md)."""
+    from ..campaign.store import Store
+
+    return {
+        "schema": 1,
+        "kind": "campaign",
+        "name": campaign.name,
+        "title": campaign.base.get("title"),
+        "description": campaign.base.get("description"),
+        "directory": str(out_dir),
+        "backend": campaign.backend,
+        "conditions": len(campaign.conditions),
+        "runs": {"total": report.total, "skipped": report.skipped, "done": report.done, "failed": report.failed},
+        "wall_s": round(report.wall_s, 3),
+        "failures": [
+            {"key": f.get("key"), "label": f.get("label"), "kind": f.get("kind"), "run_index": f.get("run_index"),
+             "reason": str(f.get("reason", "")).splitlines()[0] if f.get("reason") else ""}
+            for f in Store(out_dir).failures()
+        ],
+    }
 
 
 def exit_if_runs_failed(report, out_dir: Path) -> None:

@@ -46,7 +46,7 @@ from .nru import (
     weights_from_calibration,
     weights_from_expectation,
 )
-from .stats import RunStats, betainc_reg, run_stats, t_cdf, t_ppf, t_sf
+from .stats import RunStats, run_stats, t_ppf
 
 __all__ = [
     "FLOOR_DB_DEFAULT",
@@ -60,7 +60,6 @@ __all__ = [
     "NruFlow",
     "NruSystem",
     "RunStats",
-    "betainc_reg",
     "classify_case",
     "coefficient_of_variation",
     "convergence_time",
@@ -85,9 +84,7 @@ __all__ = [
     "rsr_to_db",
     "run_stats",
     "summarise_nru",
-    "t_cdf",
     "t_ppf",
-    "t_sf",
     "weights_from_calibration",
     "weights_from_expectation",
 ]

@@ -123,8 +123,6 @@ class AnalysisSettings(_Strict):
     _epoch = field_validator("epoch", mode="before")(lambda v: None if v is None else units.parse_duration(v))
 
 
-#: Longest scenario name: it becomes a directory name, and file systems allow 255 bytes.
-MAX_NAME_LENGTH = 128
 #: Most samples one run may record (flows x duration / interval): each costs ~100
 #: bytes in the engine and in pandas, so 2e7 is ~2 GB. Beyond it the engine's
 #: allocation would abort the process instead of saying why.
@@ -139,7 +137,11 @@ MAX_BUFFER_BYTES = 2**34
 class Scenario(_Strict):
     """A validated scenario. Build with `load_scenario` or `Scenario.from_dict`."""
 
-    name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH)
+    name: str = Field(min_length=1)
+    #: Free text for readers, carried into run metadata, campaign.json and reports
+    #: (Flent's TITLE and NOTE); never part of a run's content address.
+    title: str | None = Field(default=None, description="one line naming the experiment")
+    description: str | None = Field(default=None, description="free text: purpose, set-up notes")
     duration: int
     interval: int = 1_000_000_000
     window: tuple[int, int] | None = None
@@ -162,15 +164,6 @@ class Scenario(_Strict):
         if not isinstance(v, (list, tuple)) or len(v) != 2:
             raise ValueError("window is a list of two durations, e.g. [\"60s\", \"300s\"]")
         return (units.parse_duration(v[0]), units.parse_duration(v[1]))
-
-    @field_validator("name")
-    @classmethod
-    def _safe_name(cls, v: str) -> str:
-        # The name becomes a directory under --out: nothing that leaves it or breaks a path.
-        if not v.isprintable() or "/" in v or "\\" in v or v.strip(".") == "" or v != v.strip():
-            raise ValueError(f"{v!r} is not a usable name: use printable characters without '/' or '\\', not only dots, "
-                             "and no leading or trailing spaces")
-        return v
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
@@ -327,7 +320,13 @@ def read_toml(path: str | Path) -> dict[str, Any]:
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a single-scenario TOML file (no `[sweep]`; campaigns are read
-    by `fairlab.campaign.load_campaign`)."""
+    by `fairlab.campaign.load_campaign`).
+
+    >>> import fairlab
+    >>> scenario = fairlab.load_scenario("examples/ccid2-vs-cubic-100ms.toml")
+    >>> scenario.bottleneck.rate
+    100000000
+    """
     data = read_toml(path)
     if "sweep" in data:
         raise ScenarioError(f"{path}: has a [sweep] table, so it is a campaign; load it with fairlab.campaign.load_campaign (or `fairlab run`, which expands it)")

@@ -66,6 +66,29 @@ class Cell:
         what = "-".join(self.flows) if len(self.flows) <= 2 else "+".join(f"{n}x{c}" for c, n in counts.items())
         return f"{what}|{self.rtt_ms}ms|{self.buffer_bdp:g}bdp|{self.qdisc}"
 
+    @classmethod
+    def from_id(cls, cell_id: str) -> Cell:
+        """The cell an `id` names (the inverse of `id`)."""
+        try:
+            what, rtt, buf, qdisc = cell_id.split("|")
+            if "x" in what and "-" not in what:
+                flows: tuple[str, ...] = tuple(c for part in what.split("+") for n, c in [part.split("x", 1)] for _ in range(int(n)))
+            else:
+                flows = tuple(what.split("-"))
+            return cls(flows, int(rtt.removesuffix("ms")), float(buf.removesuffix("bdp")), qdisc)
+        except ValueError:
+            raise ValueError(f"{cell_id!r} is not a grid cell id (e.g. 'reno-cubic|100ms|1bdp|droptail')") from None
+
+    def scenario(self, seed: int) -> dict[str, Any]:
+        """This cell as a single scenario document (what the campaign runs for it)."""
+        doc = campaign_docs([self])[0]
+        point = doc.pop("sweep")["cell"][0]
+        from ..campaign.plan import apply_point
+
+        out = apply_point(doc, {"cell": point}, source=f"grid cell {self.id}")
+        out["seed"], out["runs"] = int(seed), 1
+        return out
+
 
 def pairs() -> list[tuple[str, str]]:
     """Each control against itself, cubic and reno; each unordered pair once."""
@@ -235,7 +258,7 @@ def markdown(table: pd.DataFrame) -> str:
         def sd(x: float) -> str:
             return "—" if np.isnan(x) else f"{x:.3f}"
         lines.append(
-            f"| {r.cell} | {r.sim_shares} | {r.vm_shares} | {r.sim_j:.3f} ({sd(r.sim_j_sd)}) | {r.vm_j:.3f} ({sd(r.vm_j_sd)}) | "
+            f"| {r.cell.replace('|', ' · ')} | {r.sim_shares} | {r.vm_shares} | {r.sim_j:.3f} ({sd(r.sim_j_sd)}) | {r.vm_j:.3f} ({sd(r.vm_j_sd)}) | "
             f"{r.sim_mean_jt:.3f} / {r.vm_mean_jt:.3f} | {r.sim_retrans:.0f} / {r.vm_retrans:.0f} | "
             f"{r.sim_drops:.0f} / {r.vm_drops:.0f} | {r.seeds_sim}/{r.seeds_vm} | "
             f"{'agree' if r.agree else r.difference} |")

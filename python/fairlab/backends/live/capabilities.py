@@ -20,7 +20,9 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ...interrupts import raising_on_signals, signals_ignored
 from . import iperf, linkem_link
+from .cleanup import mark_active, unmark_active
 from .netns import new_run_id, remove_namespace
 
 CCA_FILE = "/proc/sys/net/ipv4/tcp_available_congestion_control"
@@ -110,8 +112,22 @@ def kernel_ccas() -> list[str]:
 
 def probe_qdiscs() -> tuple[dict[str, bool], str | None]:
     """Try each of `QDISC_PROBES` as the root qdisc of a veth in a throwaway
-    namespace; return which worked (and an error if the probe itself failed)."""
-    rid = new_run_id()
+    namespace; return which worked (and an error if the probe itself failed).
+
+    SIGINT and SIGTERM raise while the probe runs (SIGTERM's default used to kill the
+    process before the ``finally`` and leak the namespace), and the probe announces
+    itself like a run (a pid file), so a concurrent run's leftover sweep leaves its
+    namespace alone."""
+    with raising_on_signals():
+        rid = new_run_id()
+        mark_active(rid)
+        try:
+            return _probe_in(rid)
+        finally:
+            unmark_active(rid)
+
+
+def _probe_in(rid: str) -> tuple[dict[str, bool], str | None]:
     ns, a, b = f"{rid}-probe", f"{rid}-p0", f"{rid}-p1"
     found: dict[str, bool] = {}
     try:
@@ -126,7 +142,8 @@ def probe_qdiscs() -> tuple[dict[str, bool], str | None]:
     except (OSError, subprocess.SubprocessError) as exc:
         return found, f"the probe namespace failed: {exc}"
     finally:
-        remove_namespace(ns)
+        with signals_ignored():  # a second Ctrl-C must not cut the removal short
+            remove_namespace(ns)
 
 
 def render(caps: Capabilities) -> list[tuple[str, str, str]]:

@@ -11,18 +11,27 @@ Only things named ``fl-<hex>-<role>`` (`netns.OWNED_NAME_RE`) are ever touched:
 3. interfaces with such a name in the ROOT namespace (a run never creates one, but
    an interrupted veth move could leave one).
 
-``run_id`` narrows all three to one run. Without it, a run that is still in progress
-(its ``/run/fairlab-live/<run id>.pid`` names a living process) is left alone unless
-``force`` is given, so `fairlab live cleanup` cannot pull the rug from under a run
-another terminal is doing. Anything else — a namespace called
-``decoy``, ``fl-notes``, ``fl-xyz-s0`` (not hex) — is left alone.
+4. pid files ``/run/fairlab-live/<run id>.pid`` whose process is gone;
+5. temporary run directories ``$TMPDIR/fairlab-live-<run id>-*`` (and, from older
+   versions, ``$TMPDIR/fairlab-live-*`` holding a ``<run id>/`` directory).
+
+``run_id`` narrows all of them to one run. Without it, a run that is still in progress
+(its pid file names a living process, checked by pid AND start time so a recycled pid
+does not count) is left alone unless ``force`` is given, so `fairlab live cleanup`
+cannot pull the rug from under a run another terminal is doing. Anything else — a
+namespace called ``decoy``, ``fl-notes``, ``fl-xyz-s0`` (not hex) — is left alone.
+
+A new live run calls `cleanup` (without ``force``) before it starts, so the leftovers
+of runs killed with SIGKILL are removed and named in the new run's notes.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
+import tempfile
 import time
 from dataclasses import dataclass, field
 
@@ -38,38 +47,105 @@ _OUR_TOOLS = ("iperf3", "linkem")
 ACTIVE_DIR = "/run/fairlab-live"
 
 
+_RUN_ID_RE = re.compile(r"fl-[0-9a-f]{4,8}")
+#: Temporary run directories: ``fairlab-live-<run id>-<random>``.
+TEMP_PREFIX = "fairlab-live-"
+_TEMP_RE = re.compile(r"^fairlab-live-(fl-[0-9a-f]{4,8})-")
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22):
+    with the pid, it names one process even after the pid is reused."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
 def mark_active(run_id: str) -> None:
-    """Record that this process is running ``run_id``."""
+    """Record that this process is running ``run_id``: ``<run id>.pid`` holds the pid
+    alone (as every fairlab version reads it) and ``<run id>.start`` its start time."""
     os.makedirs(ACTIVE_DIR, exist_ok=True)
+    pid = os.getpid()
+    start = _start_time(pid)
+    if start is not None:
+        with open(os.path.join(ACTIVE_DIR, f"{run_id}.start"), "w", encoding="ascii") as f:
+            f.write(start)
     with open(os.path.join(ACTIVE_DIR, f"{run_id}.pid"), "w", encoding="ascii") as f:
-        f.write(str(os.getpid()))
+        f.write(str(pid))
 
 
 def unmark_active(run_id: str) -> None:
+    for suffix in (".pid", ".start"):
+        try:
+            os.unlink(os.path.join(ACTIVE_DIR, run_id + suffix))
+        except FileNotFoundError:
+            pass
+
+
+def _pid_files() -> dict[str, str]:
+    """Run id -> pid file path."""
     try:
-        os.unlink(os.path.join(ACTIVE_DIR, f"{run_id}.pid"))
+        names = os.listdir(ACTIVE_DIR)
     except FileNotFoundError:
-        pass
+        return {}
+    out = {}
+    for n in names:
+        rid = n[: -len(".pid")] if n.endswith(".pid") else None
+        if rid is not None and _RUN_ID_RE.fullmatch(rid):
+            out[rid] = os.path.join(ACTIVE_DIR, n)
+    return out
+
+
+def _announcer_alive(path: str) -> bool:
+    try:
+        with open(path, encoding="ascii") as f:
+            pid = int(f.read().strip())
+    except (OSError, ValueError):
+        return False
+    if not _alive(pid):
+        return False
+    # With a recorded start time the process must match it: the pid may be reused.
+    try:
+        with open(path[: -len(".pid")] + ".start", encoding="ascii") as f:
+            return _start_time(pid) == f.read().strip()
+    except OSError:
+        return True
 
 
 def active_runs() -> list[str]:
     """Run ids whose announcing process is still alive."""
-    out = []
+    return sorted(rid for rid, path in _pid_files().items() if _announcer_alive(path))
+
+
+def stale_pid_files(run_id: str | None = None) -> list[str]:
+    """Pid files of runs whose process is gone."""
+    return sorted(p for rid, p in _pid_files().items() if (run_id is None or rid == run_id) and not _announcer_alive(p))
+
+
+def owned_temp_dirs(run_id: str | None = None) -> list[tuple[str, str]]:
+    """(run id, path) of temporary run directories in the temp directory."""
+    tmp = tempfile.gettempdir()
     try:
-        names = os.listdir(ACTIVE_DIR)
-    except FileNotFoundError:
+        names = os.listdir(tmp)
+    except OSError:
         return []
+    out = []
     for n in names:
-        rid = n[: -len(".pid")] if n.endswith(".pid") else None
-        if rid is None or not re.fullmatch(r"fl-[0-9a-f]{4,8}", rid):
+        if not n.startswith(TEMP_PREFIX):
             continue
-        try:
-            with open(os.path.join(ACTIVE_DIR, n), encoding="ascii") as f:
-                pid = int(f.read().strip())
-        except (OSError, ValueError):
-            continue
-        if _alive(pid):
-            out.append(rid)
+        path = os.path.join(tmp, n)
+        m = _TEMP_RE.match(n)
+        rids = [m.group(1)] if m else []
+        if not m and os.path.isdir(path):  # older versions: fairlab-live-<random>/<run id>/
+            try:
+                rids = [c for c in os.listdir(path) if _RUN_ID_RE.fullmatch(c)]
+            except OSError:
+                rids = []
+        for rid in rids[:1]:
+            if run_id is None or rid == run_id:
+                out.append((rid, path))
     return sorted(out)
 
 
@@ -80,12 +156,29 @@ class CleanupReport:
     processes: list[tuple[int, str]] = field(default_factory=list)
     namespaces: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
+    pid_files: list[str] = field(default_factory=list)
+    temp_dirs: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     skipped_active: list[str] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        return not (self.processes or self.namespaces or self.links)
+        return not (self.processes or self.namespaces or self.links or self.pid_files or self.temp_dirs)
+
+    def run_ids(self) -> list[str]:
+        """The runs whose leftovers these are."""
+        ids = {owner(n) for n in self.namespaces + self.links}
+        ids |= {m for _, c in self.processes for m in _CMDLINE_RUN_RE.findall(c)}
+        ids |= {os.path.basename(p)[: -len(".pid")] for p in self.pid_files}
+        ids |= {m.group(1) for p in self.temp_dirs if (m := _TEMP_RE.match(os.path.basename(p)))}
+        return sorted(i for i in ids if i)
+
+    def summary(self) -> str:
+        """'2 namespaces, 3 processes, 1 pid file, 1 temporary directory'."""
+        parts = [(len(self.namespaces), "namespace"), (len(self.processes), "process"), (len(self.links), "link"),
+                 (len(self.pid_files), "pid file"), (len(self.temp_dirs), "temporary directory")]
+        plural = {"process": "processes", "temporary directory": "temporary directories"}
+        return ", ".join(f"{n} {plural.get(w, w + 's') if n != 1 else w}" for n, w in parts if n)
 
 
 def _mine(name: str, run_id: str | None) -> bool:
@@ -149,20 +242,25 @@ def cleanup(run_id: str | None = None, *, dry_run: bool = False, grace: float = 
     time; a run's own ``finally`` calls it with its id."""
     if run_id is not None and not re.fullmatch(r"fl-[0-9a-f]{4,8}", run_id):
         raise ValueError(f"{run_id!r} is not a live run id (fl- followed by 4 to 8 hex digits)")
+    temp = owned_temp_dirs(run_id)
     rep = CleanupReport(processes=owned_processes(run_id), namespaces=owned_namespaces(run_id),
-                        links=owned_root_links(run_id))
+                        links=owned_root_links(run_id), temp_dirs=[p for _, p in temp])
     if run_id is None and not force:
         busy = set(active_runs())
+        rep.pid_files = stale_pid_files()
         if busy:
             rep.skipped_active = sorted(busy)
             rep.processes = [(p, c) for p, c in rep.processes if not any(b in c for b in busy)
                              and not _in_namespaces(p, [n for n in rep.namespaces if owner(n) in busy])]
             rep.namespaces = [n for n in rep.namespaces if owner(n) not in busy]
             rep.links = [n for n in rep.links if owner(n) not in busy]
+            rep.temp_dirs = [p for rid, p in temp if rid not in busy]
+    else:
+        rep.pid_files = sorted(p for rid, p in _pid_files().items() if run_id is None or rid == run_id)
     if dry_run:
         return rep
-    if run_id is not None:
-        unmark_active(run_id)
+    for p in rep.pid_files:
+        unmark_active(os.path.basename(p)[: -len(".pid")])
     _kill([pid for pid, _ in rep.processes], grace, rep)
     for n in rep.namespaces:
         try:
@@ -181,6 +279,10 @@ def cleanup(run_id: str | None = None, *, dry_run: bool = False, grace: float = 
                 except Exception as exc:  # noqa: BLE001 - a vanished link is fine, anything else is reported
                     if "No such device" not in str(exc):
                         rep.errors.append(f"link {name}: {exc}")
+    for p in rep.temp_dirs:
+        shutil.rmtree(p, ignore_errors=True)
+        if os.path.exists(p):
+            rep.errors.append(f"temporary directory {p} could not be removed")
     return rep
 
 
@@ -232,4 +334,5 @@ def _alive(pid: int) -> bool:
         return False
 
 
-__all__ = ["CleanupReport", "cleanup", "owned_namespaces", "owned_processes", "owned_root_links", "OWNED_NAME_RE"]
+__all__ = ["CleanupReport", "cleanup", "owned_namespaces", "owned_processes", "owned_root_links", "owned_temp_dirs",
+           "stale_pid_files", "OWNED_NAME_RE"]

@@ -8,8 +8,9 @@ the same `aqm` queue discipline the simulator uses, prints ``ready`` once bound,
 and writes one JSON line per sample interval (cumulative drops and marks). It exits
 0 on SIGTERM after a final line. Its contract is fixed; see docs/live.md.
 
-Where the binary is, in this order: ``$FAIRLAB_LINKEM``; ``linkem`` under
-``$CARGO_TARGET_DIR/release``; ``target/release/linkem`` under the workspace's
+Where the binary is, in this order: ``$FAIRLAB_LINKEM``; the copy an installed
+wheel carries (``fairlab/_bin/linkem``, see buildsys/fairlab_build.py); ``linkem``
+under ``$CARGO_TARGET_DIR/release``; ``target/release/linkem`` under the workspace's
 target directory as `cargo metadata` reports it; the repository's
 ``target/release/linkem``; ``linkem`` on PATH.
 """
@@ -22,6 +23,7 @@ import os
 import shutil
 import subprocess
 import time
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +40,9 @@ REPO_ROOT = Path(__file__).resolve().parents[4]
 READY_TIMEOUT_S = 10.0
 
 
-def find_linkem() -> tuple[str | None, str]:
-    """(path or None, how it was found / where we looked)."""
+def find_linkem(*, search_path: bool = True) -> tuple[str | None, str]:
+    """(path or None, how it was found / where we looked). ``search_path=False``
+    leaves PATH out (the `linkem` command fairlab installs must not find itself)."""
     env = os.environ.get("FAIRLAB_LINKEM")
     if env:
         if os.access(env, os.X_OK):
@@ -47,6 +50,9 @@ def find_linkem() -> tuple[str | None, str]:
         return None, f"$FAIRLAB_LINKEM={env} is not an executable file"
     looked: list[str] = []
     candidates: list[tuple[Path, str]] = []
+    shipped = packaged_linkem()
+    if shipped is not None:
+        candidates.append((shipped, "installed with fairlab"))
     if os.environ.get("CARGO_TARGET_DIR"):
         candidates.append((Path(os.environ["CARGO_TARGET_DIR"]) / "release" / "linkem", "under $CARGO_TARGET_DIR"))
     tdir = _cargo_target_dir()
@@ -57,11 +63,22 @@ def find_linkem() -> tuple[str | None, str]:
         looked.append(str(path))
         if path.is_file() and os.access(path, os.X_OK):
             return str(path), how
-    onpath = shutil.which("linkem")
+    onpath = shutil.which("linkem") if search_path else None
     if onpath:
         return onpath, "on PATH"
-    return None, ("not found (looked in " + ", ".join(dict.fromkeys(looked)) + " and PATH; build it with "
-                  "`cargo build --release -p linkem` or set FAIRLAB_LINKEM)")
+    return None, ("not found (looked in " + ", ".join(dict.fromkeys(looked)) + (" and PATH" if search_path else "")
+                  + "; a fairlab wheel carries it, in a source checkout build it with "
+                  "`cargo build --release -p linkem`, or set FAIRLAB_LINKEM)")
+
+
+def packaged_linkem() -> Path | None:
+    """The linkem binary a fairlab wheel installs next to the package (None in a
+    source checkout, where cargo's target directory has it)."""
+    try:
+        res = resources.files("fairlab") / "_bin" / "linkem"
+    except (ModuleNotFoundError, TypeError):
+        return None
+    return Path(str(res)) if res.is_file() else None
 
 
 def _cargo_target_dir() -> Path | None:

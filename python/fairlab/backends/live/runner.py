@@ -2,6 +2,9 @@
 
 Read this first — the order of a run:
 
+0. SIGINT and SIGTERM handlers go in first (they raise, so every ``finally`` runs),
+   then the leftovers of live runs that died by SIGKILL are removed
+   (`_remove_dead_leftovers`: only runs whose process is gone; named in the notes).
 1. Preflight (no side effects): root, pyroute2, iperf3, `ip`/`ethtool`, every flow's
    congestion control in the kernel, an emulation path that can express the
    scenario (`choose_path`). Each failure is a `LiveError` with one sentence.
@@ -42,8 +45,9 @@ import pandas as pd
 from ...scenario import Scenario
 from ...trace import Trace
 from . import capabilities, iperf, kernel_link, linkem_link
+from ...interrupts import raising_on_signals
+from .cleanup import TEMP_PREFIX, mark_active
 from .cleanup import cleanup as cleanup_run
-from .cleanup import mark_active
 from .errors import NO_IPERF3, NOT_ROOT, LiveError
 from .netns import HEADER_BYTES, Dumbbell, add_host_route, build_dumbbell, new_run_id, run_in, set_sysctls
 from .procs import Child, Children
@@ -207,21 +211,29 @@ def run_live(
     without it they go to a temporary directory that is removed afterwards.
     ``emulation`` is "auto", "kernel" or "linkem". Needs root; see docs/live.md.
     """
-    caps = capabilities.probe(qdiscs=os.geteuid() == 0)
-    choice = preflight(scenario, caps, emulation=emulation)
-    resolved = scenario.resolve(seed=seed)
-    run = _Run(run_id=new_run_id())
-    keep = run_dir is not None
-    base = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="fairlab-live-"))
-    rdir = base / run.run_id
-    rdir.mkdir(parents=True, exist_ok=True)
     owner_pid = os.getpid()
+    # Before anything that creates state: the capability probe makes a namespace,
+    # and SIGTERM's default action would skip every `finally` below.
     restore = _install_signal_handlers()
+    run: _Run | None = None
+    keep = run_dir is not None
+    base: Path | None = None
     try:
+        swept = _remove_dead_leftovers()
+        caps = capabilities.probe(qdiscs=os.geteuid() == 0)
+        choice = preflight(scenario, caps, emulation=emulation)
+        resolved = scenario.resolve(seed=seed)
+        run = _Run(run_id=new_run_id())
         mark_active(run.run_id)
-        return _run(scenario, resolved, caps, choice, run, rdir, seed=seed, run_index=run_index, progress=progress)
+        base = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{run.run_id}-"))
+        rdir = base / run.run_id
+        rdir.mkdir(parents=True, exist_ok=True)
+        trace = _run(scenario, resolved, caps, choice, run, rdir, seed=seed, run_index=run_index, progress=progress)
+        if swept:
+            trace.meta["notes"] = [swept, *trace.meta.get("notes", [])]
+        return trace
     except LiveError as exc:
-        if exc.run_id is None:
+        if exc.run_id is None and run is not None:
             exc.run_id = run.run_id
         raise
     finally:
@@ -231,44 +243,42 @@ def run_live(
             os._exit(1)
         _ignore_signals()
         try:
-            run.children.stop_all(grace=2.0)
-            leftover = cleanup_run(run.run_id)
-            if leftover.errors:
-                import warnings
+            if run is not None:
+                run.children.stop_all(grace=2.0)
+                leftover = cleanup_run(run.run_id)
+                if leftover.errors:
+                    import warnings
 
-                warnings.warn(f"live run {run.run_id}: clean-up problems: {'; '.join(leftover.errors)}", stacklevel=2)
+                    warnings.warn(f"live run {run.run_id}: clean-up problems: {'; '.join(leftover.errors)}", stacklevel=2)
         finally:
-            if not keep:
+            if not keep and base is not None:
                 shutil.rmtree(base, ignore_errors=True)
             restore()
 
 
+def _remove_dead_leftovers() -> str | None:
+    """Remove what live runs killed with SIGKILL left behind (namespaces, their
+    processes, pid files, temporary directories — only of runs whose process is
+    gone), and say what, for the run's notes. Refuses with the clean-up command when
+    something cannot be removed, rather than run beside it."""
+    if os.geteuid() != 0:
+        return None  # preflight says "needs root"; nothing of another run's can be removed anyway
+    rep = cleanup_run(None)
+    if rep.errors:
+        raise LiveError(f"leftovers of dead live run(s) {', '.join(rep.run_ids()) or '?'} could not all be removed "
+                        f"({'; '.join(rep.errors)}); run `fairlab live cleanup` as root and try again")
+    if rep.empty:
+        return None
+    return f"removed leftovers of dead live run(s) {', '.join(rep.run_ids())}: {rep.summary()}"
+
+
 def _install_signal_handlers() -> Callable[[], None]:
-    """SIGINT and SIGTERM raise KeyboardInterrupt in the main thread, so the run's
-    ``finally`` always runs (SIGTERM's default would kill without it)."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-
-    owner_pid = os.getpid()
-
-    def _raise(signum: int, frame: Any) -> None:
-        if os.getpid() != owner_pid:
-            # A forked helper (pyroute2's namespace child) inherits this handler;
-            # there the signal keeps its default meaning.
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-            return
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for s in old:
-        signal.signal(s, _raise)
-
-    def restore() -> None:
-        for s, h in old.items():
-            signal.signal(s, h if h is not None else signal.SIG_DFL)
-
-    return restore
+    """SIGINT and SIGTERM raise `Interrupted` (a KeyboardInterrupt) in the main
+    thread, so the run's ``finally`` always runs (SIGTERM's default would kill
+    without it); forked helpers get the default action back (fairlab.interrupts)."""
+    ctx = raising_on_signals()
+    ctx.__enter__()
+    return lambda: ctx.__exit__(None, None, None)
 
 
 def _ignore_signals() -> None:

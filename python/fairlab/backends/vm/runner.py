@@ -216,8 +216,14 @@ def _collect(scenario: Scenario, gplan: vm_plan.GuestPlan, res: Path, *, run_ind
             "mss": int(spec["mss"]), "cca": gf.cca, "source": str(received.name),
         })
         flow_rows.append(row)
-        notes += [n for n in (*rx.meta.get("notes", []), *(tx.meta.get("notes", []) if tx is not None else []))
-                  if "server-side file" not in n and "does not name the sender" not in n]
+        # Ingest's notes name the guest's files by their temporary host path; say which
+        # flow and side they are about instead, and drop the two that only say a file
+        # is the receiver's (the sender's file supplies what they miss).
+        for side, tr in (("receiver", rx), ("sender", tx)):
+            for n in (tr.meta.get("notes", []) if tr is not None else []):
+                if "server-side file" in n or "does not name the sender" in n:
+                    continue
+                notes.append(re.sub(r"^\S+\.json: ", f"flow {gf.label} ({side} side): ", n))
     samples = pd.concat(sample_parts, ignore_index=True)
     bottleneck = bottleneck_samples(_read(res / "qdisc-samples.txt") or "", t0_ns=t0, run=run_index)
     meta = {"notes": notes, "interval_s": gplan.interval_ns / 1e9}
@@ -345,6 +351,7 @@ def _with_meta(trace: Trace, scenario: Scenario, gplan: vm_plan.GuestPlan, img: 
             "sysctl_receiver": _kv_lines(_read(res / "sysctl-receiver.txt")),
             "virtual_s": (t_end - t0) / 1e9 if t_end else None,
             "guest_busy": guest_busy(_read(res / "cpu-start"), _read(res / "cpu-end")),
+            "bottleneck_totals": bottleneck_totals(_read(res / "qdisc-final.json")),
             "host_wall_s": round(boot.wall_s, 3),
             "host_cpu_s": round(boot.host_cpu_s, 3),
             "script": gplan.script,
@@ -356,6 +363,24 @@ def _with_meta(trace: Trace, scenario: Scenario, gplan: vm_plan.GuestPlan, img: 
         "duration_s": gplan.duration_ns / 1e9,
     })
     return Trace.from_frames(trace.samples, trace.flows, trace.bottleneck, meta)
+
+
+def bottleneck_totals(text: str | None) -> dict[str, int] | None:
+    """The bottleneck queue's counters over the whole run (htb's root on ``rd``, from
+    ``tc -s -j qdisc show`` after the flows ended): bytes and packets it sent (whole
+    frames), drops, and the ECN marks of its child. Every payload byte a receiver
+    counted crossed this queue, so it bounds the flows' total from above."""
+    try:
+        qdiscs = json.loads(text or "")
+    except ValueError:
+        return None
+    root = next((q for q in qdiscs if q.get("dev") == "rd" and q.get("root")), None)
+    if root is None:
+        return None
+    marks = sum(int(v) for q in qdiscs if q.get("dev") == "rd" for k, v in (q.get("xstats") or {}).items()
+                if "mark" in k and isinstance(v, (int, float)))
+    return {"bytes": int(root.get("bytes", 0)), "packets": int(root.get("packets", 0)),
+            "drops": int(root.get("drops", 0)), "marks": marks}
 
 
 def guest_busy(start: str | None, end: str | None) -> float | None:

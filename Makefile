@@ -115,9 +115,13 @@ bench: install ## Benchmarks (simulator S1-S4, metrics, analysis/plan/start-up a
 	@if [ "$$(id -u)" = 0 ]; then bash crates/linkem/bench/bench_linkem.sh; else echo "linkem benchmark skipped: needs root for network namespaces"; fi
 	$(PY) bench/bench_campaign.py
 	$(PY) bench/bench_vm.py
+	$(PY) bench/bench_ingest.py
 
 .PHONY: validate
-validate: install vm-image ## Full paper reproductions and the sim-vs-kernel grid (many hours); compare with docs/validation.md
+validate: install vm-image ## Full paper reproductions, the sim-vs-kernel grid (many hours) and the long hostile-input fuzz run; compare with docs/validation.md
+	@mkdir -p $(OUT) && rm -f $(OUT)/fuzz-inputs.txt
+	FAIRLAB_FUZZ=long FAIRLAB_FUZZ_REPORT=$(OUT)/fuzz-inputs.txt $(PY) -m pytest -q tests/test_fuzz_ingest.py tests/test_fuzz_scenario_cli.py
+	@awk '{n += $$NF} END {print "fuzz: " n " hostile inputs tried (per test: $(OUT)/fuzz-inputs.txt)"}' $(OUT)/fuzz-inputs.txt
 	@for p in $$($(PY) -c "from fairlab.presets import PRESETS; print(' '.join(PRESETS))"); do \
 	  echo "== $$p"; $(VENV)/bin/fairlab reproduce $$p --out $(OUT)/validate/$$p || exit 1; \
 	done

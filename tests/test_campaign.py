@@ -359,7 +359,7 @@ def test_measured_calibration_files_replace_derived_runs(tmp_path):
     from fairlab.campaign.aggregate import aggregate
 
     cal = tmp_path / "self.csv"
-    cal.write_text("time,flow,throughput_mbps\n" + "".join(f"{t},{f},4\n" for t in range(1, 13) for f in ("a", "b")))
+    cal.write_text("time,flow,throughput_Mbps\n" + "".join(f"{t},{f},4\n" for t in range(1, 13) for f in ("a", "b")))
     spec = tmp_path / "c.toml"
     spec.write_text(
         'name = "measured"\nduration = "12s"\nwindow = ["4s", "12s"]\nruns = 1\n'

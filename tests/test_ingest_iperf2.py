@@ -77,10 +77,16 @@ def test_udp_rows_and_half_second_intervals():
     assert half.samples["t"].tolist() == [0.5, 1.0, 1.5, 2.0, 2.5, 3.0]
 
 
-def test_client_and_server_side_files_can_be_loaded_together():
-    tr = load([REC / "iperf2_P2_client.csv", REC / "iperf2_P2_server.csv"], labels=["cli", "srv"])
-    assert len(tr.flows) == 4
-    assert tr.meta["alignment"]["precision_s"] == 1.0
+def test_client_and_server_side_files_of_one_test_are_refused_together():
+    """Both files list the connections 10.71.1.1:58482/58488 -> 10.71.2.1:5001: loaded
+    together they used to give 4 flows out of 2 streams (issue 13: nothing counted
+    twice). Each side alone loads, with whole-second alignment precision noted."""
+    with pytest.raises(IngestError, match="same iperf2 connection 10.71.1.1:5848[28] -> 10.71.2.1:5001"):
+        load([REC / "iperf2_P2_client.csv", REC / "iperf2_P2_server.csv"], labels=["cli", "srv"])
+    for side in ("client", "server"):
+        assert len(load(REC / f"iperf2_P2_{side}.csv").flows) == 2
+    two = load([REC / "iperf2_P2_client.csv", DATA / "iperf2_P2_enhanced.csv"])
+    assert len(two.flows) == 4 and two.meta["alignment"]["precision_s"] == 1.0
 
 
 def test_different_intervals_are_refused():

@@ -168,8 +168,8 @@ def test_labels_argument_and_hash_suffix_for_parallel_files():
 def test_same_stem_twice_is_refused_with_advice(tmp_path):
     d1, d2 = tmp_path / "x", tmp_path / "y"
     d1.mkdir(), d2.mkdir()
-    for d in (d1, d2):
-        (d / "out.json").write_bytes((REC / "two_clients_cubic.json").read_bytes())
+    for d, rec in ((d1, "two_clients_cubic.json"), (d2, "two_clients_reno.json")):
+        (d / "out.json").write_bytes((REC / rec).read_bytes())
     with pytest.raises(IngestError, match="labels="):
         load([d1 / "out.json", d2 / "out.json"])
     assert len(load([d1 / "out.json", d2 / "out.json"], labels=["a", "b"]).flows) == 2

@@ -1,5 +1,7 @@
 """Scenario schema: units parsed once, clear errors, resolution for the engine."""
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -101,3 +103,58 @@ def test_missing_and_malformed_files_are_refused(tmp_path):
     bad.write_text("name = [unclosed")
     with pytest.raises(ScenarioError, match="not valid TOML"):
         load_scenario(bad)
+
+
+# --------------------------------------------------------------------- issue 13: silent substitutions and bounds
+def _doc(**over):
+    base = {"name": "x", "duration": "60s", "bottleneck": {"rate": "100Mbit"}, "flows": [{"cca": "reno", "rtt": "20ms"}]}
+    for k, v in over.items():
+        if k in ("rate", "buffer", "buffer_rtt"):
+            base["bottleneck"][k] = v
+        else:
+            base[k] = v
+    return base
+
+
+@pytest.mark.parametrize("over, fragment", [
+    ({"access_rate": "0.1bit"}, "rounds to 0 bit/s"),  # was silently 10x the bottleneck
+    ({"buffer_rtt": "0ms"}, "buffer_rtt must be greater than 0"),  # was silently the largest RTT
+    ({"rate": "100mbps"}, "case-exact"),  # docs/scenario-format.md: tc's mbps is not accepted
+    ({"rate": "100mbit"}, "case-exact"),
+    ({"rate": "1000Tbit"}, "more than any link carries"),
+    ({"rate": "0.4bit"}, "rounds to 0 bit/s"),  # was a ZeroDivisionError in host_jitter_ns
+    ({"rate": "1e999Mbit"}, "more than any link carries"),
+    ({"duration": "1e999s"}, "longer than any run"),
+    ({"interval": "1ns"}, "samples"),  # 6e10 samples: the engine's allocation would abort
+    ({"buffer": "1e400GB"}, "larger than any buffer"),
+])
+def test_out_of_range_and_substituted_values_are_refused(over, fragment):
+    with pytest.raises(ScenarioError, match=re.escape(fragment)) as ei:
+        Scenario.from_dict(_doc(**over), source="s.toml")
+    assert str(ei.value).startswith("s.toml: field `") and "\n" not in str(ei.value)
+
+
+def test_byte_rates_are_bytes_and_bit_rates_bits():
+    """B is a byte (8 bits), b a bit: 12.5 MB/s = 100 Mbit/s = 100 Mbps."""
+    rates = [Scenario.from_dict(_doc(rate=r)).bottleneck.rate for r in ("12.5MB/s", "100Mbit", "100Mbps", "100Mb/s")]
+    assert rates == [100_000_000] * 4
+
+
+def test_explicit_access_rate_and_buffer_rtt_are_used_as_given():
+    sc = Scenario.from_dict(_doc(access_rate="1bit", buffer_rtt="1ms"))
+    assert sc.resolve()["access_rate_bps"] == 1
+    assert sc.reference_rtt == 1_000_000
+
+
+def test_a_broken_calibration_file_is_refused_when_the_campaign_is_planned(tmp_path):
+    """Measured calibration files used to be read only by the report, after every run
+    had finished; now planning reads them and names the file."""
+    from fairlab.campaign.plan import load_campaign
+
+    bad = tmp_path / "self.csv"
+    bad.write_text("time,flow,throughput_Mbps\n1,a,5\n2,a,nan\n")
+    spec = tmp_path / "c.toml"
+    spec.write_text('name = "m"\nduration = "12s"\n[bottleneck]\nrate = "10Mbit"\n[analysis]\nnru = true\n'
+                    'calibration_files = ["self.csv"]\n[[flows]]\ncca = "reno"\nrtt = "20ms"\n')
+    with pytest.raises(ScenarioError, match=r"analysis.calibration_files.*self.csv: line 3, field 'throughput_Mbps'"):
+        load_campaign(spec)

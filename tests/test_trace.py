@@ -111,3 +111,32 @@ def test_parquet_and_pandas_round_trips_are_lossless(tmp_path_factory, rows, wit
     joined = tr.to_pandas()
     assert len(joined) == len(tr.samples)
     assert (joined["label"] == joined["flow"].map(tr.labels)).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(st.tuples(st.floats(0, 40, allow_nan=False), st.integers(0, 3),
+                                 st.one_of(st.none(), st.floats(0, 1e9, allow_nan=False))), min_size=1, max_size=60))
+def test_matrix_is_the_mean_of_each_grid_cell(rows):
+    """Each cell (nearest grid point k = rint(t/Δ), flow) holds the mean of the non-missing
+    values landing there, NaN where none do — computed here with a plain dict."""
+    s = pd.DataFrame({"run": 0, "flow": [r[1] for r in rows], "t": [r[0] for r in rows],
+                      "throughput_bps": 1.0, "srtt_s": [np.nan if r[2] is None else r[2] for r in rows]})
+    tr = Trace.from_frames(s, pd.DataFrame({"flow": [0, 1, 2, 3, 4], "label": list("abcde")}), meta={"interval_s": 0.5})
+    cells: dict[tuple[int, int], list[float]] = {}
+    ks = set()
+    for t, f, v in rows:
+        k = int(np.rint(t / 0.5))
+        ks.add(k)
+        if v is not None:
+            cells.setdefault((k, f), []).append(v)
+    m = tr.matrix(column="srtt_s")
+    assert m.index.tolist() == [k * 0.5 for k in sorted(ks)]
+    assert m.columns.tolist() == [0, 1, 2, 3, 4]
+    for k in sorted(ks):
+        for f in range(5):
+            want = cells.get((k, f))
+            got = m.loc[k * 0.5, f]
+            if want is None:
+                assert np.isnan(got)
+            else:
+                assert got == pytest.approx(sum(want) / len(want), rel=1e-12)

@@ -280,6 +280,21 @@ def _absolute_files(doc: dict[str, Any], source: str) -> None:
                     raise ScenarioError(f"{source}: field `analysis.{key}` names {f!r}, which does not exist (looked at {p})")
                 files.append(str(p.resolve()))
             analysis[key] = files
+            _check_readable(files, key, source)
+
+
+def _check_readable(files: list[str], key: str, source: str) -> None:
+    """Read the measured calibration/baseline files now, as the report will, so a bad
+    one is refused before any run instead of after the whole campaign."""
+    if not files:
+        return
+    from ..ingest import IngestError
+    from ..ingest import load as ingest_load
+
+    try:
+        ingest_load(files)
+    except IngestError as exc:
+        raise ScenarioError(f"{source}: field `analysis.{key}`: {exc}") from None
 
 
 def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "sim", check: bool = True) -> Campaign:

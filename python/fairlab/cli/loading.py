@@ -8,7 +8,10 @@ from ..trace import Trace, TraceError
 
 
 def _is_fairlab_trace(path: Path) -> bool:
-    if path.suffix != ".parquet" or not path.is_file():
+    try:
+        if path.suffix != ".parquet" or not path.is_file():
+            return False
+    except (OSError, ValueError):  # NUL or over-long names: the importer explains
         return False
     import pyarrow.parquet as pq
 
@@ -19,7 +22,8 @@ def _is_fairlab_trace(path: Path) -> bool:
     return b"fairlab.format_version" in md
 
 
-def load_inputs(files: list[Path], *, labels: list[str] | None = None, unit: str | None = None) -> Trace:
+def load_inputs(files: list[Path], *, labels: list[str] | None = None, unit: str | None = None,
+                offsets: list[float] | None = None) -> Trace:
     """A fairlab trace (.parquet written by `fairlab run`) is read as is; anything else
     goes through `fairlab.ingest.load`, which sniffs the format and refuses what it
     cannot read with a reason."""
@@ -31,4 +35,4 @@ def load_inputs(files: list[Path], *, labels: list[str] | None = None, unit: str
         return Trace.from_parquet(files[0])
     from ..ingest import load
 
-    return load([str(f) for f in files], labels=labels, unit=unit)
+    return load([str(f) for f in files], labels=labels, unit=unit, offsets=offsets)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -47,7 +48,10 @@ import pandas as pd
 from ..trace import Trace, TraceError
 from . import csv as csv_table
 from . import iperf2, iperf3
-from ._common import FilePart
+from ._common import MAX_FILE_BYTES, FilePart
+
+#: Largest offset `load(offsets=...)` takes, in seconds (a week).
+MAX_OFFSET_S = 7 * 86400.0
 from .errors import IngestError
 
 __all__ = ["FORMATS", "INGEST_FORMAT_VERSION", "IngestError", "load", "sniff"]
@@ -69,45 +73,62 @@ def load(
     labels: Sequence[str] | None = None,
     fmt: str = "auto",
     unit: str | None = None,
+    offsets: Sequence[float] | None = None,
 ) -> Trace:
-    """Read one or several measurement files into one `Trace` (see the module doc)."""
+    """Read one or several measurement files into one `Trace` (see the module doc).
+
+    ``offsets`` (seconds, one per file) places each file's own zero — its test start,
+    iperf3's interval 0 — on a common timeline instead of the start times the files
+    record; use it when the recording hosts' clocks disagree or when a launcher knows
+    the start times better than the files do."""
     if fmt not in FORMATS:
         raise IngestError("fmt", f"{fmt!r} is not a format this importer reads", allowed=FORMATS)
     items = _as_list(paths)
     if not items:
         raise IngestError("paths", "is an empty list, so there is no file to read")
+    if offsets is not None:
+        offsets = list(offsets)
+        if len(offsets) != len(items):
+            raise IngestError("offsets", f"gives {len(offsets)} offset(s) for {len(items)} file(s); give one per file")
+        for x in offsets:
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or abs(x) > MAX_OFFSET_S:
+                raise IngestError("offsets", f"{x!r} is not an offset in seconds (allowed: finite, within "
+                                  f"±{MAX_OFFSET_S:g} s)")
     if labels is not None:
         labels = list(labels)
         if len(labels) != len(items):
             raise IngestError("labels", f"gives {len(labels)} label(s) for {len(items)} file(s); give one per file")
         if any(not isinstance(x, str) or not x for x in labels):
             raise IngestError("labels", "must be non-empty strings")
-    read = [_read(item, i) for i, item in enumerate(items)]
-    file_labels = labels or [_stem(name) for name, _ in read]
+    names = [_name(item, i) for i, item in enumerate(items)]
+    file_labels = labels or [_stem(name) for name in names]
     dup = sorted({x for x in file_labels if file_labels.count(x) > 1})
     if dup:
-        raise IngestError(read[0][0] if len(read) == 1 else "labels",
+        raise IngestError(names[0] if len(names) == 1 else "labels",
                           f"the label(s) {dup} would name flows of more than one file; pass labels=[...] to tell them apart")
 
     parts: list[FilePart] = []
-    for (name, data), _label in zip(read, file_labels):
+    # One file in memory at a time: each file's bytes are dropped once it is parsed.
+    for i, item in enumerate(items):
+        name, data = _read(item, i)
         kind = sniff(data, name) if fmt == "auto" else fmt
         if unit is not None and kind not in ("csv", "parquet"):
             raise IngestError(name, f"is {kind} output, which states its own unit (bits/s); unit= is only for plain "
                               "CSV/Parquet tables")
         if kind == "parquet" and _is_fairlab_trace(data):
-            if len(read) > 1:
+            if len(items) > 1:
                 raise IngestError(name, "is a fairlab trace (written by Trace.to_parquet) and cannot be merged with "
                                   "other files; load it on its own")
             return _load_trace_file(name, data)
         parts.append(_parse(kind, data, name, unit))
+        del data
 
     families = sorted({p.family for p in parts})
     if len(families) > 1:
         raise IngestError(", ".join(p.source for p in parts),
                           f"mix {' and '.join(families)} files, whose clocks cannot be lined up (iperf2 stamps are "
                           "local time without a zone; plain tables have no clock); load each kind on its own")
-    return _assemble(parts, file_labels)
+    return _assemble(parts, file_labels, [float(x) for x in offsets] if offsets is not None else None)
 
 
 def sniff(data: bytes, source: str = "<input>") -> str:
@@ -160,21 +181,53 @@ def _as_list(paths: Source | Sequence[Source]) -> list[Source]:
     raise IngestError("paths", f"must be a path, a file-like object or a list of them, not {type(paths).__name__}")
 
 
-def _read(item: Source, i: int) -> tuple[str, bytes]:
+def _name(item: Source, i: int) -> str:
     if hasattr(item, "read"):
-        name = str(getattr(item, "name", f"<input {i + 1}>"))
-        data = item.read()  # type: ignore[union-attr]
-        return name, data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        return str(getattr(item, "name", f"<input {i + 1}>"))
     if not isinstance(item, (str, os.PathLike)):
         raise IngestError(f"<input {i + 1}>", f"is a {type(item).__name__}, not a path or file-like object")
-    path = Path(item)
-    name = str(path)
-    if not path.exists():
-        raise IngestError(name, "does not exist")
-    if path.is_dir():
+    return _printable(str(Path(item)))
+
+
+def _printable(name: str) -> str:
+    """A file name fit for a one-line message: control characters escaped, and cut
+    to 200 characters (a 4,000-character name would drown the sentence)."""
+    shown = name.encode("unicode_escape").decode("ascii") if not name.isprintable() else name
+    return shown if len(shown) <= 200 else shown[:100] + "…" + shown[-99:]
+
+
+def _read(item: Source, i: int) -> tuple[str, bytes]:
+    name = _name(item, i)
+    if hasattr(item, "read"):
+        data = item.read(MAX_FILE_BYTES + 1)  # type: ignore[union-attr]
+        if len(data) > MAX_FILE_BYTES:
+            raise IngestError(name, f"is larger than {MAX_FILE_BYTES // 2**30} GiB, more than a measurement log this "
+                              "importer reads; split it")
+        return name, data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    raw = os.fspath(item)  # type: ignore[arg-type]
+    if isinstance(raw, bytes) or "\x00" in raw:
+        raise IngestError(name, "is not a usable file name (it contains a NUL byte)")
+    path = Path(raw)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise IngestError(name, "does not exist") from None
+    except OSError as exc:  # ENAMETOOLONG, ELOOP, EACCES ...
+        raise IngestError(name, f"cannot be opened ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
         raise IngestError(name, "is a directory, not a file; pass the files in it")
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a character device" if stat.S_ISCHR(st.st_mode) else "a block device" if stat.S_ISBLK(st.st_mode)
+                else "a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "not a regular file")
+        raise IngestError(name, f"is {kind}; only regular files are read (a device or pipe may never end)")
+    if st.st_size > MAX_FILE_BYTES:
+        raise IngestError(name, f"is {st.st_size / 2**30:.1f} GiB, more than the {MAX_FILE_BYTES // 2**30} GiB a "
+                          "measurement log this importer reads may have; split it")
     try:
         return name, path.read_bytes()
+    except MemoryError:
+        raise IngestError(name, "does not fit in memory") from None
     except OSError as exc:
         raise IngestError(name, f"cannot be read ({exc.strerror or exc})") from None
 
@@ -222,7 +275,7 @@ def _load_trace_file(name: str, data: bytes) -> Trace:
 
 
 # --------------------------------------------------------------------- assembling
-def _assemble(parts: list[FilePart], file_labels: list[str]) -> Trace:
+def _assemble(parts: list[FilePart], file_labels: list[str], given: list[float] | None = None) -> Trace:
     notes: list[str] = [n for p in parts for n in p.notes]
     intervals = {p.source: p.interval_s for p in parts if p.interval_s}
     distinct = sorted({round(v, 3) for v in intervals.values()})
@@ -231,38 +284,26 @@ def _assemble(parts: list[FilePart], file_labels: list[str]) -> Trace:
         raise IngestError(", ".join(intervals), f"report at different intervals ({listing}); one trace needs one "
                           "sampling interval, so record with the same -i")
     interval_s = distinct[0] if distinct else None
-
-    # Line files up on their recorded clocks.
-    offsets = [0.0] * len(parts)
-    alignment: dict[str, Any] = {"method": "none (one file)" if len(parts) == 1 else "shared zero (no clock)"}
-    if len(parts) > 1 and parts[0].family != "table":
-        missing = [p.source for p in parts if p.epoch_s is None]
-        if missing:
-            raise IngestError(missing[0], "records no start time, so it cannot be lined up with the other files")
-        base = min(p.epoch_s for p in parts)  # type: ignore[type-var]
-        # Rounded to 1 µs: the stamps have at most ms resolution, and Unix seconds as
-        # floats would otherwise leave ~1e-7 s of representation noise in the offsets.
-        offsets = [round(float(p.epoch_s) - float(base), 6) for p in parts]  # type: ignore[arg-type]
-        precision = max(p.epoch_precision_s or 0.0 for p in parts)
-        how = {"iperf3": "start.timestamp (timemillisecs where present, else timesecs) of each file",
-               "iperf2": "the wall-clock stamps of each file's rows"}[parts[0].family]
-        alignment = {"method": how, "precision_s": precision,
-                     "offsets_s": {p.source: round(o, 6) for p, o in zip(parts, offsets)}}
-        if precision >= 1.0:
-            notes.append(f"files were lined up by start times recorded in whole seconds, so flow start times are "
-                         f"good to about ±{precision:g} s (iperf3 writes milliseconds from 3.20 on)")
+    _refuse_same_test_twice(parts)
+    offsets, alignment = _align(parts, given, notes)
 
     sample_parts, flow_rows = [], []
     flow_id = 0
     for p, off, flabel in zip(parts, offsets, file_labels):
         many = len(p.flows) > 1
-        for f in p.flows:
-            s = f.samples.copy()
-            s["t"] = s["t"] + off
-            if "run" not in s.columns:
-                s["run"] = 0
-            s["flow"] = flow_id
+        if p.table is not None:  # one frame for the whole file: shift it once, no per-flow copies
+            s = p.table.drop(columns="flow_index")
+            s["t"] = s["t"].to_numpy() + off
+            s["flow"] = p.table["flow_index"].to_numpy() + flow_id
             sample_parts.append(s)
+        for f in p.flows:
+            if p.table is None:
+                s = f.samples.copy()
+                s["t"] = s["t"] + off
+                if "run" not in s.columns:
+                    s["run"] = 0
+                s["flow"] = flow_id
+                sample_parts.append(s)
             row = {
                 "flow": flow_id,
                 "label": f"{flabel}#{f.key}" if many else flabel,
@@ -276,12 +317,12 @@ def _assemble(parts: list[FilePart], file_labels: list[str]) -> Trace:
             flow_rows.append(row)
             flow_id += 1
     flows = pd.DataFrame(flow_rows)
-    samples = pd.concat(sample_parts, ignore_index=True)
+    samples = sample_parts[0] if len(sample_parts) == 1 else pd.concat(sample_parts, ignore_index=True)
     # t is measured from the EARLIEST flow's start.
     shift = float(flows["start_s"].min())
     if shift != 0.0 and math.isfinite(shift):
         flows["start_s"] = flows["start_s"] - shift
-        samples["t"] = samples["t"] - shift
+        samples["t"] = samples["t"].to_numpy() - shift
         if parts[0].family == "table":
             notes.append(f"times shifted by {-shift:g} s so the earliest flow starts at t = 0")
     for col in ("end_sender_bps", "end_receiver_bps", "end_bps", "mean_rtt_s", "end_lost_percent"):
@@ -299,6 +340,95 @@ def _assemble(parts: list[FilePart], file_labels: list[str]) -> Trace:
         return Trace.from_frames(samples, flows, None, meta)
     except TraceError as exc:
         raise IngestError(", ".join(p.source for p in parts), f"could not be turned into a trace: {exc}") from None
+
+
+def _refuse_same_test_twice(parts: list[FilePart]) -> None:
+    """iperf3 writes one random cookie per test into both ends' files: two files
+    with one cookie are the client and server view of ONE test, whose streams would
+    count twice as separate flows."""
+    seen: dict[str, FilePart] = {}
+    for p in parts:
+        cookie = p.meta.get("cookie")
+        if not cookie:
+            continue
+        if cookie in seen:
+            q = seen[cookie]
+            skew = ""
+            if p.epoch_s is not None and q.epoch_s is not None and abs(p.epoch_s - q.epoch_s) >= 1.0:
+                skew = (f"; their start stamps also disagree by {abs(p.epoch_s - q.epoch_s):.1f} s, so the two hosts' "
+                        "clocks differ")
+            raise IngestError(f"{q.source}, {p.source}", f"record the same iperf3 test (cookie {cookie}) from its two ends, "
+                              f"so each stream would count twice; load one side of each test{skew}")
+        seen[cookie] = p
+    # iperf2 has no cookie, but both ends write the connection's addresses in the
+    # same order (client ip:port, server ip:port): one connection in two files is
+    # the same stream seen from both ends.
+    conns: dict[tuple[str, str], FilePart] = {}
+    for p in parts:
+        if p.family != "iperf2":
+            continue
+        for f in p.flows:
+            key = (str(f.extra.get("src")), str(f.extra.get("dst")))
+            q = conns.get(key)
+            if q is not None and q is not p:
+                raise IngestError(f"{q.source}, {p.source}", f"record the same iperf2 connection {key[0]} -> {key[1]} "
+                                  "(the client's and the server's file of one test), so each stream would count "
+                                  "twice; load one side of each test")
+            conns[key] = p
+
+
+def _align(parts: list[FilePart], given: list[float] | None, notes: list[str]) -> tuple[list[float], dict[str, Any]]:
+    """Each file's offset (s) on the common timeline and how it was found.
+
+    In order of precision: offsets given by the user (exact as far as fairlab
+    knows); iperf3's ``timemillisecs`` (3.20+) or iperf2's ``-e`` stamps (1 ms, plus
+    the few round trips between the control connection and the first interval);
+    whole-second ``timesecs`` or iperf2 stamps (each truncated to the second, so two
+    files' offset is uncertain by up to ±1 s)."""
+    n = len(parts)
+    stamped = n > 1 and parts[0].family != "table" and all(p.epoch_s is not None for p in parts)
+    from_stamps: list[float] | None = None
+    precision = max((p.epoch_precision_s or 0.0) for p in parts) if stamped else None
+    if stamped:
+        base = min(float(p.epoch_s) for p in parts)  # type: ignore[arg-type]
+        # Rounded to 1 µs: the stamps have at most ms resolution, and Unix seconds as
+        # floats would otherwise leave ~1e-7 s of representation noise in the offsets.
+        from_stamps = [round(float(p.epoch_s) - base, 6) for p in parts]  # type: ignore[arg-type]
+    if given is not None:
+        alignment: dict[str, Any] = {
+            "method": "offsets given by the user (--offset)", "uncertainty_s": 0.0, "precision_s": 0.0,
+            "offsets_s": {p.source: round(o, 6) for p, o in zip(parts, given)}}
+        if from_stamps is not None and precision is not None:
+            g0 = [o - given[0] for o in given]
+            s0 = [o - from_stamps[0] for o in from_stamps]
+            for p, a, b in zip(parts[1:], g0[1:], s0[1:]):
+                if abs(a - b) >= max(1.0, 2 * precision):
+                    notes.append(f"warning: the given offset of {p.source} relative to {parts[0].source} ({a:g} s) "
+                                 f"and the one its start stamps give ({b:g} s) disagree by {abs(a - b):.1f} s")
+            alignment["offsets_from_stamps_s"] = {p.source: o for p, o in zip(parts, from_stamps)}
+        return list(given), alignment
+    if n == 1:
+        return [0.0], {"method": "none (one file)", "uncertainty_s": 0.0}
+    if parts[0].family == "table":
+        return [0.0] * n, {"method": "shared zero (plain tables carry no clock; give --offset to shift a file)",
+                           "uncertainty_s": None}
+    missing = [p.source for p in parts if p.epoch_s is None]
+    if missing:
+        raise IngestError(missing[0], "records no start time, so it cannot be lined up with the other files; "
+                          "give the offsets yourself (--offset FILE=SECONDS)")
+    assert from_stamps is not None and precision is not None
+    how = {"iperf3": "start.timestamp of each file (timemillisecs where present, else timesecs)",
+           "iperf2": "the wall-clock stamps of each file's rows"}[parts[0].family]
+    uncertainty = precision  # each stamp is truncated, so a difference of two is off by less than one step
+    alignment = {"method": how, "precision_s": precision, "uncertainty_s": uncertainty,
+                 "per_file_precision_s": {p.source: p.epoch_precision_s for p in parts},
+                 "offsets_s": {p.source: o for p, o in zip(parts, from_stamps)}}
+    if precision >= 1.0:
+        coarse = [p.source for p in parts if (p.epoch_precision_s or 0) >= 1.0]
+        notes.append(f"files were lined up by start times recorded in whole seconds ({', '.join(coarse)}), so flow "
+                     f"start times are good to about ±{precision:g} s (iperf3 writes milliseconds from 3.20 on; "
+                     "--offset FILE=SECONDS sets them exactly)")
+    return from_stamps, alignment
 
 
 def _meta(parts: list[FilePart], interval_s: float | None, alignment: dict[str, Any], notes: list[str]) -> dict[str, Any]:

@@ -18,6 +18,19 @@ import pandas as pd
 
 from .errors import IngestError
 
+#: The largest rate any importer accepts, in bit/s: 10 Tbit/s, ten times the fastest
+#: Ethernet standard (IEEE 802.3df, 800 Gbit/s) with room to spare. A larger value is
+#: a unit mistake or a corrupt file, never a measurement (docs/ingest.md).
+MAX_RATE_BPS = 10e12
+#: Sample times (seconds, relative or Unix) must lie within ±this: 1e10 s is the year
+#: 2286 as a Unix time, and keeps microsecond resolution in a float64.
+MAX_ABS_TIME_S = 1e10
+#: Flows one file may hold (the scenario schema's `count` bound).
+MAX_FLOWS = 100_000
+#: Largest input file read, in bytes: beyond this a measurement log is almost surely
+#: not one, and reading it whole would exhaust memory (docs/ingest.md).
+MAX_FILE_BYTES = 2 * 1024**3
+
 #: Sample columns a parser may fill (others are NaN / <NA>); names as in `fairlab.trace`.
 SAMPLE_FIELDS = ("t", "throughput_bps", "cwnd_bytes", "srtt_s", "rttvar_s", "retransmits")
 
@@ -27,7 +40,7 @@ class FlowPart:
     """One flow of one file."""
 
     key: str  # names the flow inside its file: stream number, iperf2 ID, CSV flow value
-    samples: pd.DataFrame  # SAMPLE_FIELDS (t relative to the file's zero) [+ run]
+    samples: pd.DataFrame | None  # SAMPLE_FIELDS, t from the file's zero [+ run]; None when FilePart.table holds them
     start_s: float  # when the flow started, relative to the file's zero
     cca: str | None = None
     rtt_s: float = math.nan
@@ -47,6 +60,10 @@ class FilePart:
     interval_s: float | None = None
     meta: dict[str, Any] = field(default_factory=dict)  # per-file provenance
     notes: list[str] = field(default_factory=list)
+    #: Optional: every sample of the file in one frame (SAMPLE_FIELDS + run +
+    #: ``flow_index``, an index into `flows`), used by large tables instead of one
+    #: frame per flow so that nothing is copied or filtered per flow.
+    table: pd.DataFrame | None = None
 
 
 def sha256(data: bytes) -> str:
@@ -69,11 +86,12 @@ def samples_frame(rows: dict[str, list[Any]]) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def nominal_interval(durations: list[float]) -> float | None:
+def nominal_interval(durations: Any) -> float | None:
     """The reporting interval: the median of the interval lengths, rounded to 1 ms
     (iperf's intervals run a few µs long: 1.000166 s is a 1 s interval)."""
-    d = [x for x in durations if x > 0 and math.isfinite(x)]
-    if not d:
+    d = np.asarray(durations, dtype=float)
+    d = d[(d > 0) & np.isfinite(d)]
+    if not d.size:
         return None
     med = float(np.median(d))
     return round(med, 3) if med >= 0.01 else med

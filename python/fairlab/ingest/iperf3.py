@@ -34,7 +34,7 @@ import json
 import math
 from typing import Any
 
-from ._common import FilePart, FlowPart, decode_text, nominal_interval, samples_frame, sha256
+from ._common import MAX_ABS_TIME_S, MAX_RATE_BPS, FilePart, FlowPart, decode_text, nominal_interval, samples_frame, sha256
 from .errors import IngestError
 
 #: The top-level objects of an ``iperf3 -J`` document.
@@ -53,7 +53,7 @@ def parse(data: bytes, source: str) -> FilePart:
     if not stripped:
         raise IngestError(source, "is empty")
     try:
-        doc = json.loads(stripped)
+        doc = _loads(stripped, source)
     except json.JSONDecodeError as exc:
         raise _json_error(source, stripped, exc) from None
     part = parse_document(doc, source, fmt="iperf3")
@@ -71,7 +71,7 @@ def parse_stream(data: bytes, source: str) -> FilePart:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = _loads(line, source, line=lineno)
         except json.JSONDecodeError as exc:
             last = all(not rest.strip() for rest in lines[lineno:])
             what = ("ends in a cut-off line, so iperf3 was probably killed before it finished"
@@ -138,12 +138,20 @@ def parse_document(doc: Any, source: str, *, fmt: str) -> FilePart:
     for i, iv in enumerate(intervals):
         if not isinstance(iv, dict) or not isinstance(iv.get("streams"), list):
             raise IngestError(source, "must be an object with a 'streams' list", field=f"intervals[{i}]")
+        seen: set[float] = set()
         for k, st in enumerate(iv["streams"]):
             where = f"intervals[{i}].streams[{k}]"
             if not isinstance(st, dict):
                 raise IngestError(source, "must be an object", field=where)
-            for name in ("socket", "start", "end", "seconds", "bits_per_second"):
-                _num(st, name, source, where)
+            sock, a, b, _sec, _bps = (_num(st, name, source, where)
+                                      for name in ("socket", "start", "end", "seconds", "bits_per_second"))
+            if b < a:
+                raise IngestError(source, f"ends ({b:g} s) before it starts ({a:g} s)", field=where)
+            if sock in seen:
+                # Several streams under one socket id would merge into one flow (J = 1 by construction).
+                raise IngestError(source, f"lists socket {sock:g} twice in one interval, so two streams cannot be told "
+                                  "apart", field=f"{where}.socket")
+            seen.add(sock)
             rows.append((i, st))
     if not rows:
         raise IngestError(source, "has intervals but no stream in any of them, so there is nothing to import")
@@ -170,9 +178,12 @@ def parse_document(doc: Any, source: str, *, fmt: str) -> FilePart:
 
     # ---- reporting interval and the short remainder at the end
     durations = {i: [float(st["seconds"]) for st in by_ix[i]] for i in kept_ix}
-    declared = ts.get("interval")
-    if isinstance(declared, (int, float)) and declared > 0:
-        interval_s = float(declared)
+    declared = _finite(ts.get("interval"))
+    if declared is not None and declared > MAX_INTERVAL_S:
+        raise IngestError(source, f"declares a reporting interval of {declared:g} s (allowed: up to {MAX_INTERVAL_S:g} s)",
+                          field="start.test_start.interval")
+    if declared is not None and declared > 0:
+        interval_s = declared
     else:
         body = [d for i in kept_ix[:-1] for d in durations[i]] or durations[kept_ix[-1]]
         interval_s = nominal_interval(body) or float(durations[kept_ix[-1]][0])
@@ -199,9 +210,17 @@ def parse_document(doc: Any, source: str, *, fmt: str) -> FilePart:
         sending = _sending(mine[0][1], role, ts)
         cols: dict[str, list[Any]] = {k: [] for k in ("t", "throughput_bps", "cwnd_bytes", "srtt_s", "rttvar_s",
                                                        "retransmits")}
+        prev_end = -math.inf
         for i, st in mine:
             if i not in kept:
                 continue
+            a = float(st["start"])
+            if a < prev_end - 1e-3:
+                # A repeated or overlapping interval would count the same bytes twice.
+                raise IngestError(source, f"has an interval {a:g}-{float(st['end']):g} s of stream {n} that starts "
+                                  f"before its previous interval ends ({prev_end:g} s); intervals must follow each other",
+                                  field=f"intervals[{i}]")
+            prev_end = float(st["end"])
             cols["t"].append(float(st["end"]) + omit_offset)
             cols["throughput_bps"].append(float(st["bits_per_second"]))
             tcp_sender = protocol == "TCP" and sending
@@ -209,9 +228,10 @@ def parse_document(doc: Any, source: str, *, fmt: str) -> FilePart:
             cols["srtt_s"].append(_positive(st.get("rtt")) / 1e6 if tcp_sender else math.nan)
             cols["rttvar_s"].append(_positive(st.get("rttvar")) / 1e6 if tcp_sender else math.nan)
             r = st.get("retransmits")
-            cols["retransmits"].append(int(r) if tcp_sender and isinstance(r, (int, float)) and r >= 0 else None)
+            rx = _finite(r)
+            cols["retransmits"].append(int(rx) if tcp_sender and rx is not None and 0 <= rx <= 2**53 else None)
         summ = end_summary.get(sock, {})
-        moved = sum(float(st.get("bytes", 0) or 0) for _, st in mine) > 0
+        moved = any((_finite(st.get("bytes")) or 0) > 0 for _, st in mine)
         snd_bps = _measured(summ.get("sender"), moved)
         rcv_bps = _measured(summ.get("receiver"), moved)
         if protocol == "UDP" and len(order) == 1 and isinstance(end.get("sum_received"), dict):
@@ -232,7 +252,8 @@ def parse_document(doc: Any, source: str, *, fmt: str) -> FilePart:
             lost = summ["udp"].get("lost_percent")
             if len(order) == 1 and isinstance(end.get("sum_received"), dict):
                 lost = end["sum_received"].get("lost_percent", lost)
-            extra["end_lost_percent"] = float(lost) if isinstance(lost, (int, float)) else math.nan
+            lx = _finite(lost)
+            extra["end_lost_percent"] = lx if lx is not None and 0 <= lx <= 100 else math.nan
         first_start = float(mine[0][1]["start"])
         flows.append(FlowPart(
             key=str(n),
@@ -268,10 +289,18 @@ def parse_document(doc: Any, source: str, *, fmt: str) -> FilePart:
     # ---- provenance
     stamp = start.get("timestamp") if isinstance(start.get("timestamp"), dict) else {}
     epoch, precision = None, None
-    if isinstance(stamp.get("timemillisecs"), (int, float)):
-        epoch, precision = float(stamp["timemillisecs"]) / 1000.0, 0.001
-    elif isinstance(stamp.get("timesecs"), (int, float)):
-        epoch, precision = float(stamp["timesecs"]), 1.0
+    millis, secs = _finite(stamp.get("timemillisecs")), _finite(stamp.get("timesecs"))
+    for name, value, scale in (("timemillisecs", millis, 1000.0), ("timesecs", secs, 1.0)):
+        if name in stamp and (value is None or not 0 <= value / scale <= MAX_ABS_TIME_S):
+            raise IngestError(source, f"is out of range ({_short(stamp[name])}; allowed: Unix time 0 to "
+                              f"{MAX_ABS_TIME_S:g} s{' in ms' if scale > 1 else ''})", field=f"start.timestamp.{name}")
+    if millis is not None:
+        epoch, precision = millis / 1000.0, 0.001
+        if secs is not None and abs(secs - epoch) >= 1.0:
+            notes.append(f"{source}: start.timestamp.timesecs ({secs:.0f}) and timemillisecs ({millis:.0f}) disagree "
+                         f"by {abs(secs - epoch):.1f} s; the milliseconds were used")
+    elif secs is not None:
+        epoch, precision = secs, 1.0
     meta = {
         "path": source,
         "format": "iperf3 --json-stream" if fmt == "iperf3-stream" else "iperf3 -J",
@@ -280,11 +309,13 @@ def parse_document(doc: Any, source: str, *, fmt: str) -> FilePart:
         "host": start.get("system_info"),
         "time": stamp.get("time"),
         "epoch_s": epoch,
+        "epoch_precision_s": precision,
         "role": role,
         "protocol": protocol,
         "test_start": ts,
         "command": _command(start, ts, role, sender_cca),
         "interval_s": interval_s,
+        "cookie": start.get("cookie") if isinstance(start.get("cookie"), str) else None,
     }
     for key in ("connecting_to", "accepted_connection"):
         if isinstance(start.get(key), dict):
@@ -299,6 +330,26 @@ def parse_document(doc: Any, source: str, *, fmt: str) -> FilePart:
 
 
 # --------------------------------------------------------------------- helpers
+#: Longest reporting interval accepted (iperf3 itself allows -i up to 60 s).
+MAX_INTERVAL_S = 3600.0
+
+
+def _loads(text: str, source: str, *, line: int | None = None) -> Any:
+    """json.loads that refuses NaN/Infinity (not JSON, though Python reads them) and
+    documents nested too deeply for the parser (iperf3 nests 4 levels; the C decoder
+    raises RecursionError near 1,000), each in one sentence."""
+
+    def constant(name: str) -> Any:
+        raise IngestError(source, f"holds {name}, which is not a JSON number (iperf3 writes finite numbers only)",
+                          line=line)
+
+    try:
+        return json.loads(text, parse_constant=constant)
+    except RecursionError:
+        raise IngestError(source, "nests JSON objects or lists too deeply to read, which iperf3 never does",
+                          line=line) from None
+
+
 def _json_error(source: str, text: str, exc: json.JSONDecodeError) -> IngestError:
     if exc.msg == "Extra data":
         count = _count_documents(text)
@@ -342,17 +393,42 @@ def _obj(doc: dict[str, Any], key: str, source: str) -> dict[str, Any]:
 
 def _num(st: dict[str, Any], name: str, source: str, where: str) -> float:
     v = st.get(name)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        got = "missing" if name not in st else repr(v)
+    x = _finite(v)
+    if x is None:
+        got = "missing" if name not in st else _short(v)
         raise IngestError(source, f"must be a finite number, not {got}", field=f"{where}.{name}")
-    if name == "bits_per_second" and v < 0:
-        raise IngestError(source, f"must not be negative (got {v})", field=f"{where}.{name}")
-    return float(v)
+    if name in ("bits_per_second", "start", "end", "seconds") and x < 0:
+        raise IngestError(source, f"must not be negative (got {_short(v)})", field=f"{where}.{name}")
+    if name == "bits_per_second" and x > MAX_RATE_BPS:
+        raise IngestError(source, f"is {x:g} bit/s, more than any link carries (the ceiling is {MAX_RATE_BPS:g} bit/s)",
+                          field=f"{where}.{name}")
+    if name in ("start", "end", "seconds") and x > MAX_ABS_TIME_S:
+        raise IngestError(source, f"is out of range ({x:g} s; allowed: 0 to {MAX_ABS_TIME_S:g} s)", field=f"{where}.{name}")
+    if name == "socket" and (x != int(x) or abs(x) > 2**31):
+        raise IngestError(source, f"must be a socket number (a whole number), not {_short(v)}", field=f"{where}.{name}")
+    return x
+
+
+def _finite(v: Any) -> float | None:
+    """``v`` as a finite float, or None (booleans, text, NaN, inf, ints too big for a float)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        x = float(v)
+    except OverflowError:
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _positive(v: Any) -> float:
     """A positive number, or NaN: iperf3 writes 0 for a cwnd/RTT it could not read."""
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else math.nan
+    x = _finite(v)
+    return x if x is not None and x > 0 else math.nan
 
 
 def _sending(st: dict[str, Any], role: str | None, ts: dict[str, Any]) -> bool | None:
@@ -375,13 +451,15 @@ def _end_summaries(end: dict[str, Any], protocol: str, source: str) -> dict[int,
             raise IngestError(source, "must be an object", field=f"end.streams[{k}]")
         if isinstance(entry.get("udp"), dict):
             udp = entry["udp"]
-            sock = udp.get("socket")
+            sock = _finite(udp.get("socket"))
             # The udp summary's bits_per_second is the SENDER's (0 bytes on a server file).
-            out[int(sock) if isinstance(sock, (int, float)) else k] = {"sender": udp, "udp": udp}
+            out[int(sock) if sock is not None and sock == int(sock) else k] = {"sender": udp, "udp": udp}
             continue
         sides = {s: entry[s] for s in ("sender", "receiver") if isinstance(entry.get(s), dict)}
         if sides:
-            sock = next(iter(sides.values())).get("socket", k)
+            sock = _finite(next(iter(sides.values())).get("socket", k))
+            if sock is None or sock != int(sock):
+                raise IngestError(source, "must be a socket number (a whole number)", field=f"end.streams[{k}].socket")
             out[int(sock)] = sides
     return out
 
@@ -390,12 +468,12 @@ def _measured(side: Any, moved: bool) -> float:
     """A summary's bits_per_second, or NaN when that side was not measured in this file."""
     if not isinstance(side, dict):
         return math.nan
-    bps, nbytes = side.get("bits_per_second"), side.get("bytes")
-    if not isinstance(bps, (int, float)):
-        return math.nan
+    bps, nbytes = _finite(side.get("bits_per_second")), side.get("bytes")
+    if bps is None or bps < 0 or bps > MAX_RATE_BPS:
+        return math.nan  # not a rate a link carries: unknown, never printed as if measured
     if moved and (nbytes == 0 or bps == 0):
         return math.nan  # written as 0 because this host never learned it
-    return float(bps)
+    return bps
 
 
 def _command(start: dict[str, Any], ts: dict[str, Any], role: str | None, cca: str | None) -> str | None:

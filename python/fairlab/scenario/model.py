@@ -44,6 +44,13 @@ class Bottleneck(_Strict):
     _buffer = field_validator("buffer", mode="before")(lambda v: units.parse_buffer(v) if not isinstance(v, tuple) else v)
     _brtt = field_validator("buffer_rtt", mode="before")(lambda v: None if v is None else units.parse_duration(v))
 
+    @field_validator("buffer_rtt")
+    @classmethod
+    def _positive_brtt(cls, v: int | None) -> int | None:
+        if v is not None and v <= 0:
+            raise ValueError("buffer_rtt must be greater than 0 (leave it out to use the largest flow RTT)")
+        return v
+
 
 class Flow(_Strict):
     """One flow (or `count` identical flows) through the bottleneck."""
@@ -108,12 +115,23 @@ class AnalysisSettings(_Strict):
     nru: bool = False
     harm: bool = False
     epoch: int | None = Field(default=None, description="ns; t_e for NRU convergence times")
-    uc: float = Field(default=-0.46, le=0.0, description="dB; NRU convergence threshold U_c")
+    uc: float = Field(default=-0.46, gt=-30.0, le=0.0, allow_inf_nan=False, description="dB; NRU convergence threshold U_c, above the -30 dB floor")
     hold: int = Field(default=1, ge=1, description="samples the threshold must hold for T_U")
     calibration_files: list[str] = Field(default_factory=list, description="measured self-competition runs to use instead of derived calibration runs")
     baseline_files: list[str] = Field(default_factory=list, description="measured solo runs to use instead of derived solo runs")
 
     _epoch = field_validator("epoch", mode="before")(lambda v: None if v is None else units.parse_duration(v))
+
+
+#: Most samples one run may record (flows x duration / interval): each costs ~100
+#: bytes in the engine and in pandas, so 2e7 is ~2 GB. Beyond it the engine's
+#: allocation would abort the process instead of saying why.
+MAX_SAMPLES = 20_000_000
+#: Most bottleneck packet transmissions one run may simulate (rate x duration /
+#: packet size); at the engine's ~5 M packets per second this is ~10 hours.
+MAX_PACKETS = 2 * 10**11
+#: Largest bottleneck buffer in bytes (2^34, 17 GB: 100% BDP of 10 Tbit/s at 13 ms).
+MAX_BUFFER_BYTES = 2**34
 
 
 class Scenario(_Strict):
@@ -153,6 +171,23 @@ class Scenario(_Strict):
             raise ValueError("duration must be greater than 0")
         if self.interval <= 0 or self.interval > self.duration:
             raise ValueError("interval must be greater than 0 and at most the duration")
+        n_flows = sum(f.count for f in self.flows)
+        samples = n_flows * (self.duration // self.interval)
+        if samples > MAX_SAMPLES:
+            raise ValueError(f"{n_flows} flow(s) x {self.duration // self.interval} samples each "
+                             f"(duration / interval) is {samples:.3g} samples, more than the {MAX_SAMPLES:.0e} one run "
+                             "may record; use a longer interval or a shorter duration")
+        packets = self.bottleneck.rate * (self.duration / 1e9) / (8 * (min(f.mss for f in self.flows) + HEADER_BYTES))
+        if packets > MAX_PACKETS:
+            raise ValueError(f"the bottleneck would send about {packets:.3g} packets ({self.bottleneck.rate:.3g} bit/s for "
+                             f"{self.duration / 1e9:g} s), more than the {MAX_PACKETS:.0e} one run may simulate")
+        if self.bottleneck.buffer[0] == "bdp":
+            bdp_bytes = self.bottleneck.rate * self.reference_rtt / 8e9 * self.bottleneck.buffer[1]
+            if bdp_bytes > MAX_BUFFER_BYTES:
+                raise ValueError(f"bottleneck.buffer is {bdp_bytes:.3g} bytes, more than the {MAX_BUFFER_BYTES:.3g} "
+                                 "bytes allowed")
+        elif self.bottleneck.buffer[0] == "bytes" and self.bottleneck.buffer[1] > MAX_BUFFER_BYTES:
+            raise ValueError(f"bottleneck.buffer is more than the {MAX_BUFFER_BYTES:.3g} bytes allowed")
         if self.window is not None:
             lo, hi = self.window
             if not lo < hi <= self.duration:
@@ -175,7 +210,7 @@ class Scenario(_Strict):
     @property
     def reference_rtt(self) -> int:
         """The BDP reference RTT (ns): `bottleneck.buffer_rtt`, else the largest flow RTT."""
-        return self.bottleneck.buffer_rtt or max(f.rtt for f in self.flows)
+        return self.bottleneck.buffer_rtt if self.bottleneck.buffer_rtt is not None else max(f.rtt for f in self.flows)
 
     def buffer_bytes_or_packets(self) -> dict[str, int]:
         """The buffer as the engine takes it: {"packets": n} or {"bytes": n}.
@@ -227,7 +262,7 @@ class Scenario(_Strict):
                 "reference_rtt_ns": self.reference_rtt,
                 "loss_rate": self.bottleneck.loss_rate,
             },
-            "access_rate_bps": self.access_rate or 10 * self.bottleneck.rate,
+            "access_rate_bps": self.access_rate if self.access_rate is not None else 10 * self.bottleneck.rate,
             "start_jitter_ns": self.variation.start_jitter,
             "host_jitter_ns": self.host_jitter_ns(),
             "flows": [

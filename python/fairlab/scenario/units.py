@@ -18,7 +18,17 @@ from __future__ import annotations
 import re
 
 _NUM = r"(?P<num>[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
-_PREFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+#: Rate prefixes, case-exact as SI writes them (``K`` is tolerated for kilo): a
+#: lower-case ``m`` is milli, and tc reads ``mbps`` as megabytes, so neither is taken.
+_PREFIX = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+
+#: Largest values accepted. No link carries more than 10 Tbit/s (ten times IEEE
+#: 802.3df's 800 Gbit/s); a duration beyond 10^18 ns (31.7 years) or a size beyond
+#: 2^53 bytes (9 PB) is a typo, and larger numbers would overflow the engine's u64
+#: nanoseconds or lose integer precision in a float.
+MAX_RATE_BPS = 10**13
+MAX_DURATION_NS = 10**18
+MAX_SIZE_BYTES = 2**53
 
 
 class UnitError(ValueError):
@@ -40,14 +50,21 @@ def _text(value: object, forms: str) -> str:
 def parse_rate(value: object) -> int:
     """'100Mbit' → 100_000_000 (bits/s)."""
     s = _text(value, RATE_FORMS)
-    m = re.fullmatch(_NUM + r"\s*(?P<prefix>[kKmMgGtT]?)(?P<unit>bit/s|bit|bps|b/s|Bps|B/s)", s)
+    m = re.fullmatch(_NUM + r"\s*(?P<prefix>[kKMGT]?)(?P<unit>bit/s|bit|bps|b/s|Bps|B/s)", s)
     if not m:
+        if re.fullmatch(_NUM + r"\s*[mgt](bit/s|bit|bps|b/s|Bps|B/s)", s):
+            raise UnitError(f"{s!r} is not a rate: prefixes are case-exact (a lower-case m is milli, and tc reads "
+                            f"'mbps' as megabytes), so write e.g. 'Mbit' for megabits or 'MB/s' for megabytes")
         raise UnitError(f"{s!r} is not a rate; write {RATE_FORMS}")
-    factor = _PREFIX[m["prefix"].lower()]
+    factor = _PREFIX[m["prefix"]]
     bits = 8 if m["unit"] in ("Bps", "B/s") else 1
     rate = float(m["num"]) * factor * bits
     if rate <= 0:
         raise UnitError(f"{s!r}: a rate must be greater than zero")
+    if not rate <= MAX_RATE_BPS:
+        raise UnitError(f"{s!r} is more than any link carries (allowed: up to 10Tbit)")
+    if round(rate) < 1:
+        raise UnitError(f"{s!r} rounds to 0 bit/s; a rate must be at least 1 bit/s")
     return int(round(rate))
 
 
@@ -60,7 +77,10 @@ def parse_duration(value: object) -> int:
     m = re.fullmatch(_NUM + r"\s*(?P<unit>ns|us|µs|ms|s|min|h)", s)
     if not m:
         raise UnitError(f"{s!r} is not a duration; write {DURATION_FORMS}")
-    return int(round(float(m["num"]) * _DURATION_UNITS[m["unit"]]))
+    ns = float(m["num"]) * _DURATION_UNITS[m["unit"]]
+    if not ns <= MAX_DURATION_NS:
+        raise UnitError(f"{s!r} is longer than any run (allowed: up to 1e18 ns, about 31 years)")
+    return int(round(ns))
 
 
 _SIZE_UNITS = {"B": 1, "KB": 10**3, "kB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
@@ -71,12 +91,17 @@ def parse_size(value: object) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
             raise UnitError(f"{value}: a size cannot be negative")
+        if value > MAX_SIZE_BYTES:
+            raise UnitError(f"{value} bytes is larger than any buffer or transfer (allowed: up to 2^53 bytes)")
         return value
     s = _text(value, SIZE_FORMS)
     m = re.fullmatch(_NUM + r"\s*(?P<unit>B|KB|kB|MB|GB|KiB|MiB|GiB)", s)
     if not m:
         raise UnitError(f"{s!r} is not a size; write {SIZE_FORMS}")
-    return int(round(float(m["num"]) * _SIZE_UNITS[m["unit"]]))
+    n = float(m["num"]) * _SIZE_UNITS[m["unit"]]
+    if not n <= MAX_SIZE_BYTES:
+        raise UnitError(f"{s!r} is larger than any buffer or transfer (allowed: up to 2^53 bytes)")
+    return int(round(n))
 
 
 def parse_buffer(value: object) -> tuple[str, float]:
@@ -87,16 +112,22 @@ def parse_buffer(value: object) -> tuple[str, float]:
         pct = float(m["num"])
         if pct <= 0:
             raise UnitError(f"{s!r}: the buffer must be larger than 0% of the BDP")
+        if not pct <= 1e6:
+            raise UnitError(f"{s!r}: allowed buffers are up to 1000000%bdp")
         return ("bdp", pct / 100.0)
     m = re.fullmatch(r"(?P<num>[0-9]+)\s*(p|pkts?|packets?)", s)
     if m:
         n = int(m["num"])
         if n < 1:
             raise UnitError(f"{s!r}: the buffer must hold at least one packet")
+        if n > 10**9:
+            raise UnitError(f"{s!r}: allowed buffers are up to 1000000000 packets")
         return ("packets", float(n))
     try:
         n = parse_size(s)
-    except UnitError:
+    except UnitError as exc:
+        if "larger than" in str(exc):
+            raise
         raise UnitError(f"{s!r} is not a buffer size; write {BUFFER_FORMS}") from None
     if n < 1:
         raise UnitError(f"{s!r}: the buffer must hold at least one byte")

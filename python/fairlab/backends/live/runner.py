@@ -574,10 +574,23 @@ def _collect(flows: list[_Flow], labels: list[str], t0_epoch: float, run_index: 
             raise LiveError(f"flow {label}'s iperf3 result could not be read: {exc}") from None
     sample_parts, flow_rows = [], []
     notes: list[str] = []
+    clocks: dict[str, str] = {}
     for k, (fl, tr) in enumerate(zip(flows, parts)):
         if len(tr.flows) != 1:
             raise LiveError(f"the iperf3 file of flow {fl.label} holds {len(tr.flows)} flows, expected exactly one")
         launched = (fl.launched_epoch or t0_epoch) - t0_epoch
+        # iperf3 >= 3.20 stamps its control connection to the millisecond
+        # (timemillisecs); that is later than the launch and closer to the test start
+        # (interval 0), so it places the flow better. Whole-second stamps are worse
+        # than the launch time the runner measured.
+        src = (tr.meta.get("sources") or [{}])[0]
+        connect = src.get("epoch_s")
+        if connect is not None and src.get("epoch_precision_s") == 0.001 \
+                and 0 <= float(connect) - (fl.launched_epoch or t0_epoch) < 5.0:
+            launched = float(connect) - t0_epoch
+            clocks[fl.label] = "iperf3's millisecond connect stamp"
+        else:
+            clocks[fl.label] = "the runner's launch time"
         s = tr.samples.copy()
         row = tr.flows.iloc[0].to_dict()
         # t from the file's own zero (its test start) to the run's clock.
@@ -608,9 +621,12 @@ def _collect(flows: list[_Flow], labels: list[str], t0_epoch: float, run_index: 
         "time": first.get("time"),
         "interval_s": interval_s,
         "sources": [src for tr in parts for src in tr.meta.get("sources", [])],
-        "alignment": {"method": "the runner's launch clock: each file's test start is placed at the time its iperf3 "
-                                "client was started, t = 0 being scenario time 0",
-                      "precision_s": "a few ms plus the client's TCP and iperf3 handshakes (a few RTTs)"},
+        "alignment": {"method": "the runner's clock: each file's test start is placed at its iperf3 client's "
+                                "millisecond connect stamp where iperf3 >= 3.20 writes one, else at the time the "
+                                "runner launched it; t = 0 is scenario time 0",
+                      "per_flow": clocks,
+                      "precision_s": "a few ms plus the client's TCP and iperf3 handshakes (a few RTTs)",
+                      "uncertainty_s": 0.01},
         "notes": notes,
     }
     return Trace.from_frames(pd.concat(sample_parts, ignore_index=True), pd.DataFrame(flow_rows), None, meta)

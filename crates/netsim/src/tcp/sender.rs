@@ -1,4 +1,4 @@
-//! TCP sender: SACK scoreboard with RFC 6675 loss recovery, NewReno (RFC 6582)
+//! TCP sender: SACK scoreboard with RFC 6675 loss recovery and RFC 6937 PRR, NewReno (RFC 6582)
 //! when SACK is off, RFC 6298 retransmission timer, RFC 3168 ECN reaction, pacing,
 //! and Linux `tcp_rate.c` delivery-rate samples for the controller.
 //!
@@ -16,6 +16,12 @@
 //! - The controller is told of ONE loss episode per window: entering fast recovery
 //!   (or CWR for ECN) calls `on_congestion_event` once and sets `recovery_point`;
 //!   nothing else reduces the window until `snd_una` passes it.
+//! - During the episode the sending window is not the controller's: Proportional
+//!   Rate Reduction (RFC 6937, as Linux `tcp_cwnd_reduction`) lets out
+//!   ssthresh/prior_cwnd of what each ACK delivers while the pipe is above
+//!   ssthresh, and refills up to ssthresh no faster than slow start below it
+//!   (PRR-SSRB). Controllers that set their own recovery window (BBR, Linux's
+//!   `cong_control`) opt out with `sets_recovery_window`.
 //! - Without SACK each dupack counts as one "SACKed" segment (as Linux
 //!   `tcp_add_reno_sack`), which is RFC 6582's window inflation.
 
@@ -79,6 +85,23 @@ impl CaState {
     }
 }
 
+/// Proportional Rate Reduction state for one CWR or Recovery episode (RFC 6937
+/// §3, with Linux's `tcp_cwnd_reduction`), in segments.
+#[derive(Clone, Copy, Debug)]
+struct Prr {
+    /// cwnd when the episode began (Linux `prior_cwnd`; RFC 6937's RecoverFS).
+    prior_cwnd: u64,
+    /// The controller's ssthresh after its reduction: the window to converge to.
+    ssthresh: u64,
+    /// RFC 6937 prr_delivered: segments delivered (ACKed or SACKed) since the start.
+    delivered: u64,
+    /// RFC 6937 prr_out: segments sent (new or retransmitted) since the start.
+    out: u64,
+    /// The sending window the last ACK allowed: pipe + sndcnt (Linux sets
+    /// `snd_cwnd` to this).
+    cwnd: u64,
+}
+
 /// Accumulates the rate sample of one ACK (Linux `struct rate_sample`).
 #[derive(Clone, Copy, Debug, Default)]
 struct RateAcc {
@@ -130,6 +153,11 @@ pub(crate) struct TcpSender {
     pub(crate) state: CaState,
     recovery_point: u64,
     cwr_pending: bool,
+    /// Set while a CWR or Recovery episode reduces the window by PRR; `None` for
+    /// controllers that set their own window in recovery (Linux `cong_control`).
+    prr: Option<Prr>,
+    /// Segments ever marked lost (for the per-ACK "newly lost" count).
+    marked_lost: u64,
     pub(crate) cc: Box<dyn CongestionControl>,
     pub(crate) rtt: RttEstimator,
     pub(crate) rto_deadline: SimTime,
@@ -169,6 +197,8 @@ impl TcpSender {
             state: CaState::Open,
             recovery_point: 0,
             cwr_pending: false,
+            prr: None,
+            marked_lost: 0,
             cc,
             rtt: RttEstimator::new(),
             rto_deadline: SimTime::MAX,
@@ -209,10 +239,75 @@ impl TcpSender {
         self.pipe() * self.cfg.mss as u64
     }
 
-    /// Congestion window in bytes (from the controller).
+    /// Congestion window in bytes: the controller's, or PRR's during a
+    /// window reduction (what Linux reports as `snd_cwnd` then).
     #[inline]
     pub(crate) fn cwnd(&self) -> u64 {
-        self.cc.cwnd()
+        match &self.prr {
+            Some(p) => p.cwnd * self.cfg.mss as u64,
+            None => self.cc.cwnd(),
+        }
+    }
+
+    /// The window that limits sending, in segments (at least 1).
+    #[inline]
+    fn cwnd_segs(&self) -> u64 {
+        match &self.prr {
+            Some(p) => p.cwnd,
+            None => (self.cc.cwnd() / self.cfg.mss as u64).max(1),
+        }
+    }
+
+    /// Segments delivered so far that are not yet cumulatively ACKed (SACKed, or
+    /// counted as dupacks without SACK).
+    #[inline]
+    fn sacked_segs(&self) -> u64 {
+        if self.cfg.sack {
+            self.sacked_out
+        } else {
+            self.reno_dupacks
+        }
+    }
+
+    /// Start a window reduction (Linux `tcp_init_cwnd_reduction`): the caller
+    /// has just told the controller of the episode, so its ssthresh is the target.
+    fn start_prr(&mut self, prior_cwnd_bytes: u64) {
+        if self.cc.sets_recovery_window() {
+            return;
+        }
+        let mss = self.cfg.mss as u64;
+        let prior_cwnd = (prior_cwnd_bytes / mss).max(1);
+        let ssthresh = (self.cc.ssthresh() / mss).max(1);
+        self.prr = Some(Prr { prior_cwnd, ssthresh, delivered: 0, out: 0, cwnd: prior_cwnd });
+    }
+
+    /// RFC 6937 §3.1 on one ACK: `delivered` segments newly ACKed or SACKed,
+    /// `newly_lost` newly marked lost, `una_advanced` if the cumulative ACK moved.
+    fn prr_on_ack(&mut self, delivered: u64, newly_lost: u64, una_advanced: bool) {
+        let pipe = self.pipe();
+        let Some(p) = self.prr.as_mut() else { return };
+        if delivered == 0 {
+            return;
+        }
+        p.delivered += delivered;
+        let sndcnt = if pipe > p.ssthresh {
+            // Proportional part: send ssthresh/RecoverFS of what was delivered,
+            // rounded up (RFC 6937 §3.1, "CEIL(prr_delivered * ssthresh / RecoverFS)").
+            (p.ssthresh * p.delivered).div_ceil(p.prior_cwnd).saturating_sub(p.out)
+        } else {
+            // Slow-start reduction bound (PRR-SSRB, RFC 6937 §3.1): grow back to
+            // ssthresh no faster than slow start, one extra segment per ACK that
+            // advances snd_una without new losses (Linux's refinement).
+            let mut n = p.delivered.saturating_sub(p.out).max(delivered);
+            if una_advanced && newly_lost == 0 {
+                n += 1;
+            }
+            n.min(p.ssthresh - pipe)
+        };
+        // The first ACK of an episode always lets one segment out: the fast
+        // retransmit (RFC 6675 §5 step 4.2; Linux forces it the same way).
+        let sndcnt = if p.out == 0 { sndcnt.max(1) } else { sndcnt };
+        p.cwnd = pipe + sndcnt;
     }
 
     /// Prefetch, stage 1: this sender's own cache lines. Called for an ACK a few
@@ -273,8 +368,7 @@ impl TcpSender {
         if !self.started || self.finished() {
             return;
         }
-        let mss = self.cfg.mss as u64;
-        let cwnd_segs = (self.cc.cwnd() / mss).max(1);
+        let cwnd_segs = self.cwnd_segs();
         loop {
             if self.pace_next > now && self.cc.pacing_rate().is_some() {
                 self.pace_wake = self.pace_next;
@@ -366,6 +460,9 @@ impl TcpSender {
             }
         }
         self.segs_sent += 1;
+        if let Some(p) = self.prr.as_mut() {
+            p.out += 1;
+        }
         out.push(Pkt {
             meta: PacketMeta {
                 flow: self.cfg.flow,
@@ -508,6 +605,7 @@ impl TcpSender {
         if s.flags & (SACKED | LOST) == 0 {
             s.flags |= LOST;
             self.lost_out += 1;
+            self.marked_lost += 1;
             if s.flags & RETRANS == 0 {
                 self.lost_pending += 1;
             }
@@ -532,6 +630,8 @@ impl TcpSender {
             return;
         }
         let prior_in_flight = self.pipe_bytes();
+        let prior_sacked = self.sacked_segs();
+        let prior_marked_lost = self.marked_lost;
         let mut rs = RateAcc::default();
         let mut sack_rtt: Option<SimTime> = None;
         let mut newly_bytes = 0u64;
@@ -616,6 +716,9 @@ impl TcpSender {
                 if self.state != CaState::Loss {
                     self.cc.on_recovery_exit(now);
                 }
+                // Linux tcp_end_cwnd_reduction: the window is the controller's
+                // (its ssthresh for the loss-based ones) again.
+                self.prr = None;
                 self.state = CaState::Open;
                 self.reno_dupacks = 0;
             }
@@ -644,21 +747,27 @@ impl TcpSender {
                     self.lost_mark = self.lost_mark.max(self.snd_una + 1);
                 }
                 if self.state == CaState::Open {
-                    // One reduction per episode; a CWR already reduced this window.
+                    // One reduction per episode; a CWR already reduced this window
+                    // and its PRR state carries on (Linux tcp_enter_recovery).
+                    let prior_cwnd = self.cc.cwnd();
                     self.congestion_event(now, CongestionSignal::Loss);
+                    self.start_prr(prior_cwnd);
                 }
                 self.state = CaState::Recovery;
                 self.recovery_point = self.snd_nxt;
                 self.recoveries += 1;
                 // RFC 6675 §5 (4.2) / RFC 5681 §3.2 step 2: retransmit the first
-                // lost segment regardless of the pipe.
-                force_rxt = true;
+                // lost segment regardless of the pipe. Under PRR the episode's
+                // first ACK allows it already.
+                force_rxt = self.prr.is_none();
             }
         }
 
         // RFC 3168 §6.1.2: react to ECE at most once per window of data.
         if self.cfg.ecn && ack.ece && self.state == CaState::Open && self.snd_nxt > self.snd_una {
+            let prior_cwnd = self.cc.cwnd();
             self.congestion_event(now, CongestionSignal::Ecn);
+            self.start_prr(prior_cwnd);
             self.state = CaState::Cwr;
             self.recovery_point = self.snd_nxt;
             self.cwr_pending = true;
@@ -714,6 +823,13 @@ impl TcpSender {
             self.cc.on_ack(&sample);
         }
 
+        // RFC 6937: the reduction paces itself by what this ACK delivered
+        // (Linux newly_acked_sacked = ACKed + change in SACKed).
+        if self.prr.is_some() {
+            let delivered = (acked_segs + self.sacked_segs()).saturating_sub(prior_sacked);
+            self.prr_on_ack(delivered, self.marked_lost - prior_marked_lost, acked_segs > 0);
+        }
+
         if acked_segs > 0 {
             if self.snd_una == self.cfg.total_segs {
                 self.finished_at = Some(now);
@@ -758,6 +874,7 @@ impl TcpSender {
         self.state = CaState::Loss;
         self.recovery_point = self.snd_nxt;
         self.cwr_pending = false;
+        self.prr = None;
         self.pace_next = now;
         // RFC 6298 (5.6): restart the timer with the backed-off RTO.
         self.rto_deadline = now + self.rtt.rto();
@@ -800,6 +917,158 @@ mod tests {
         fn pacing_rate(&self) -> Option<Bandwidth> {
             Some(self.0)
         }
+    }
+
+    /// A Reno-like controller with a fixed window: `w` segments, halved to
+    /// `w/2` (cwnd and ssthresh) on a congestion event, 1 on an RTO.
+    #[derive(Debug)]
+    struct Halving {
+        mss: u64,
+        cwnd: u64,
+        ssthresh: u64,
+    }
+
+    impl CongestionControl for Halving {
+        fn name(&self) -> &'static str {
+            "halving"
+        }
+        fn cwnd(&self) -> u64 {
+            self.cwnd * self.mss
+        }
+        fn ssthresh(&self) -> u64 {
+            self.ssthresh.saturating_mul(self.mss)
+        }
+        fn on_ack(&mut self, _ack: &AckSample) {}
+        fn on_congestion_event(&mut self, _ev: &CongestionEvent) {
+            self.ssthresh = self.cwnd / 2;
+            self.cwnd = self.ssthresh;
+        }
+        fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
+            self.ssthresh = self.cwnd / 2;
+            self.cwnd = 1;
+        }
+    }
+
+    const MSS: u32 = 1000;
+
+    fn sender(cwnd: u64, sack: bool, ecn: bool) -> TcpSender {
+        let cfg = SenderConfig {
+            flow: 0,
+            mss: MSS,
+            ecn,
+            sack,
+            total_segs: u64::MAX,
+            last_seg_len: MSS,
+            start: SimTime::ZERO,
+            stop: SimTime::MAX,
+            rwnd_segs: u64::MAX,
+        };
+        TcpSender::new(cfg, Box::new(Halving { mss: MSS as u64, cwnd, ssthresh: u64::MAX }), 64)
+    }
+
+    /// An ACK with cumulative point `cum` and SACK blocks, newest first.
+    fn ack(cum: u64, blocks: &[(u64, u64)]) -> Ack {
+        let mut a = Ack { cum, ..Ack::default() };
+        for (k, b) in blocks.iter().enumerate() {
+            a.blocks[k] = *b;
+        }
+        a.nblocks = blocks.len() as u8;
+        a
+    }
+
+    /// Sequence numbers sent, `R` marking retransmissions.
+    fn sent(out: &mut Vec<Pkt>) -> Vec<String> {
+        out.drain(..).map(|p| if p.flags & PF_RETX != 0 { format!("R{}", p.seq) } else { p.seq.to_string() }).collect()
+    }
+
+    #[test]
+    fn prr_spreads_the_reduction_over_the_recovery_rtt_as_rfc_6937_example() {
+        // RFC 6937 §6's first example: a window of 20 segments, one loss (segment
+        // 0), ssthresh 10. Hand derivation: the first two dupacks (SACK 1, 2)
+        // each lower the pipe below cwnd 20 and release one new segment (limited
+        // transmit, 20 and 21). The third SACK marks 0 lost (three SACKed above
+        // it) and starts recovery with prior_cwnd 20. While pipe > ssthresh, after
+        // the k-th ACK of the episode PRR allows CEIL(k·10/20) segments in total:
+        // the retransmission at k = 1 (SACK 3), one new segment at every odd k
+        // (SACKs 5, 7, ..., 17 → 22..28). At SACK 19 (k = 17) the pipe is
+        // 29 + 1 − 19 − 1 = 10 = ssthresh, so PRR-SSRB takes over and allows
+        // ssthresh − pipe = 0; the SACKs of 20 and 21 each bring the pipe to 9 and
+        // release one segment (29, 30).
+        let mut s = sender(20, true, false);
+        let mut out = Vec::new();
+        let t = SimTime::from_millis(1);
+        s.on_timer(SimTime::ZERO, &mut out);
+        assert_eq!(out.len(), 20);
+        out.clear();
+        let mut log = Vec::new();
+        for seg in 1..22u64 {
+            s.on_ack(t, &ack(0, &[(1, seg + 1)]), &mut out);
+            log.push(sent(&mut out).join(" "));
+        }
+        let expect = [
+            "20", "21", "R0", "", "22", "", "23", "", "24", "", "25", "", "26", "", "27", "", "28", "", "", "29", "30",
+        ];
+        assert_eq!(log, expect);
+        // 10 segments left during recovery: ssthresh, as PRR promises (RFC 6937 §3).
+        assert_eq!(s.prr.unwrap().out, 10);
+        // The retransmission's ACK ends recovery: cwnd = ssthresh = 10, 9 in flight
+        // (22..31), so exactly one more segment goes.
+        s.on_ack(t, &ack(22, &[]), &mut out);
+        assert_eq!(s.state, CaState::Open);
+        assert_eq!(sent(&mut out), vec!["31".to_string()]);
+        assert_eq!(s.cwnd(), 10 * MSS as u64);
+    }
+
+    #[test]
+    fn prr_slow_start_bound_refills_after_heavy_loss() {
+        // Window 20, segments 0..15 lost (three quarters), SACKs for 15..20 and
+        // then for the limited-transmit segments 20, 21. Hand derivation: the
+        // SACKs of 15 and 16 release 20 and 21 (pipe 19 < cwnd 20). The SACK of 17
+        // marks 0..14 lost: pipe = 22 − 3 − 15 = 4, far below ssthresh 10, so
+        // PRR-SSRB: sndcnt = min(ssthresh − pipe, max(delivered − out, newly
+        // delivered)) = 1 per ACK, the retransmissions R0..R4 for the SACKs of
+        // 17, 18, 19, 20, 21 (packet conservation, no burst to ssthresh).
+        let mut s = sender(20, true, false);
+        let mut out = Vec::new();
+        let t = SimTime::from_millis(1);
+        s.on_timer(SimTime::ZERO, &mut out);
+        out.clear();
+        let mut log = Vec::new();
+        for seg in 15..22u64 {
+            s.on_ack(t, &ack(0, &[(15, seg + 1)]), &mut out);
+            log.push(sent(&mut out).join(" "));
+        }
+        assert_eq!(log, ["20", "21", "R0", "R1", "R2", "R3", "R4"]);
+        // pipe = 22 + 5 retransmitted − 7 SACKed − 15 lost = 5.
+        assert_eq!(s.pipe(), 5);
+        // The cumulative ACK of R0 with no new loss: pipe 4, delivered 1, and
+        // Linux's SSRB adds one segment for advancing snd_una: 2 segments.
+        s.on_ack(t, &ack(1, &[(15, 22)]), &mut out);
+        assert_eq!(sent(&mut out), vec!["R5".to_string(), "R6".to_string()]);
+        assert_eq!(s.pipe(), 6);
+    }
+
+    #[test]
+    fn prr_reduces_an_ecn_cwr_episode_the_same_way() {
+        // RFC 6937 §3 applies PRR to any reduction; Linux uses it in CWR. Window
+        // 20, an ECE on the first ACK (cum 1): ssthresh 10, prior_cwnd 20, pipe 19
+        // → CEIL(1·10/20) = 1 segment; the next ACK (k = 2) none; the third one.
+        let mut s = sender(20, true, true);
+        let mut out = Vec::new();
+        let t = SimTime::from_millis(1);
+        s.on_timer(SimTime::ZERO, &mut out);
+        out.clear();
+        let mut ece = ack(1, &[]);
+        ece.ece = true;
+        s.on_ack(t, &ece, &mut out);
+        assert_eq!(s.state, CaState::Cwr);
+        let first = out.drain(..).collect::<Vec<_>>();
+        assert_eq!(first.len(), 1);
+        assert_ne!(first[0].flags & PF_CWR, 0, "RFC 3168 §6.1.2: CWR on the first new segment");
+        s.on_ack(t, &ack(2, &[]), &mut out);
+        assert!(out.is_empty());
+        s.on_ack(t, &ack(3, &[]), &mut out);
+        assert_eq!(sent(&mut out), vec!["21".to_string()]);
     }
 
     #[test]

@@ -67,6 +67,9 @@ pub(crate) struct Ack {
     pub nblocks: u8,
     /// TCP ECE (RFC 3168 §6.1.3).
     pub ece: bool,
+    /// TCP D-SACK (RFC 2883 §4): this ACK reports that segment `dsack` arrived
+    /// more than once (the first SACK block of a real ACK; kept apart here).
+    pub dsack: Option<u64>,
     /// DCCP Ack Vector, compressed: bit k set ⇔ packet `cum - 1 - k` was received
     /// (RFC 4340 §11.4; the receiver forces an Ack before a packet would fall out
     /// of this 128-packet window unreported).

@@ -404,6 +404,8 @@ impl Sim {
                         delayed_ack: f.delayed_ack,
                         delack_timeout: delack,
                         ring_hint,
+                        rack: f.rack,
+                        tlp: f.tlp,
                     },
                     ctl,
                 ))

@@ -35,6 +35,10 @@ pub(crate) struct TcpConfig {
     pub delayed_ack: bool,
     pub delack_timeout: SimDuration,
     pub ring_hint: usize,
+    /// Linux `tcp_recovery` bit 0: RACK loss detection.
+    pub rack: bool,
+    /// Linux `tcp_early_retrans` = 3: tail loss probes.
+    pub tlp: bool,
 }
 
 impl TcpFlow {
@@ -56,6 +60,8 @@ impl TcpFlow {
                 start: c.start,
                 stop: c.stop,
                 rwnd_segs,
+                rack: c.rack,
+                tlp: c.tlp,
             },
             cc,
             c.ring_hint,

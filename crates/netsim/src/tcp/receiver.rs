@@ -137,12 +137,23 @@ impl TcpReceiver {
             }
             None
         } else if s > self.rcv_nxt {
+            let dup = self.ooo.iter().any(|r| r.start <= s && s < r.end);
             self.insert_ooo(s);
             // RFC 5681 §4.2: an out-of-order segment is ACKed immediately (dupack).
-            Some(self.make_ack(Some(s)))
+            let mut ack = self.make_ack(Some(s));
+            if dup && self.sack {
+                // RFC 2883 §4 (2): a duplicate above the cumulative point is D-SACKed too.
+                ack.dsack = Some(s);
+            }
+            Some(ack)
         } else {
-            // Old duplicate (spurious retransmission): ACK at once (RFC 5681 §4.2).
-            Some(self.make_ack(None))
+            // Old duplicate (spurious retransmission): ACK at once (RFC 5681 §4.2)
+            // and report it in a D-SACK block (RFC 2883 §4 (1); Linux tcp_dsack_set).
+            let mut ack = self.make_ack(None);
+            if self.sack {
+                ack.dsack = Some(s);
+            }
+            Some(ack)
         }
     }
 

@@ -35,8 +35,16 @@ use crate::cc::{AckSample, CongestionControl, CongestionEvent, CongestionSignal,
 use crate::packet::{Ack, Pkt, HEADER_BYTES, PF_CWR, PF_RETX};
 use crate::rtt::RttEstimator;
 
-/// RFC 6675 §2 / RFC 5681 §3.2: DupThresh.
+/// RFC 6675 §2 / RFC 5681 §3.2: DupThresh (Linux `tcp_reordering`, 3).
 const DUP_THRESH: u64 = 3;
+/// RFC 8985 §6.2 step 4: recoveries a widened reordering window persists for
+/// (Linux `TCP_RACK_RECOVERY_THRESH`).
+const REO_WND_PERSIST: u32 = 16;
+/// RFC 8985 §7.2: worst-case delayed-ACK time added to the PTO when a single
+/// segment is in flight (Linux adds its minimum RTO, 200 ms).
+const TLP_WC_DEL_ACK: SimDuration = SimDuration::from_millis(200);
+/// Linux `TCP_TIMEOUT_MIN` (2 jiffies at HZ = 1000), added to 2·SRTT otherwise.
+const TLP_TIMEOUT_MIN: SimDuration = SimDuration::from_millis(2);
 
 const SACKED: u8 = 1;
 const LOST: u8 = 2;
@@ -112,6 +120,73 @@ struct RateAcc {
     send_interval: SimDuration,
     last_sent: SimTime,
     last_idx: u64,
+    /// This ACK's arrival time.
+    prior_time_now: SimTime,
+    /// One past the highest SACKed segment before this ACK.
+    prior_fack: u64,
+    /// RACK (RFC 8985 §6.2 step 2): the most recently sent segment this ACK
+    /// delivered unambiguously: (send time, index + 1).
+    rack: Option<(SimTime, u64)>,
+    /// A never-retransmitted segment below the highest SACKed one was delivered:
+    /// the path reordered (RFC 8985 §6.2 step 1, Linux `reord_seen`).
+    reordered: bool,
+}
+
+/// RACK-TLP state (RFC 8985; Linux `tp->rack` and `tlp_high_seq`).
+#[derive(Clone, Copy, Debug)]
+struct Rack {
+    /// RACK.xmit_ts and RACK.end_seq: send time and end of the most recently sent
+    /// segment known delivered.
+    xmit: SimTime,
+    end: u64,
+    /// RACK.rtt: the RTT measured on that segment.
+    rtt: SimDuration,
+    /// RACK.xmit_ts moved on this ACK (the loss scan is only needed then).
+    advanced: bool,
+    /// Reordering observed on the connection.
+    reord_seen: bool,
+    /// RACK.reo_wnd_mult (RFC 8985 §6.2 step 4), Linux `reo_wnd_steps`.
+    reo_wnd_mult: u32,
+    /// RACK.reo_wnd_persist.
+    reo_wnd_persist: u32,
+    /// A D-SACK arrived and the window may widen on this ACK.
+    dsack_seen: bool,
+    /// `delivered` when the window last widened (one widening per round trip).
+    last_delivered: u64,
+    /// Reordering timer (RFC 8985 §6.2 step 5), `MAX` when not armed.
+    reo_deadline: SimTime,
+    /// Probe timeout (RFC 8985 §7.2), `MAX` when not armed.
+    tlp_deadline: SimTime,
+    /// TLPRxtOut/TLPHighSeq (RFC 8985 §7.4): `snd_nxt` when the outstanding
+    /// probe was sent, and whether that probe was a retransmission.
+    tlp_high_seq: Option<u64>,
+    tlp_retrans: bool,
+}
+
+impl Rack {
+    fn new() -> Self {
+        Rack {
+            xmit: SimTime::ZERO,
+            end: 0,
+            rtt: SimDuration::ZERO,
+            advanced: false,
+            reord_seen: false,
+            reo_wnd_mult: 1,
+            reo_wnd_persist: 0,
+            dsack_seen: false,
+            last_delivered: 0,
+            reo_deadline: SimTime::MAX,
+            tlp_deadline: SimTime::MAX,
+            tlp_high_seq: None,
+            tlp_retrans: false,
+        }
+    }
+
+    /// RFC 8985 §6.2's "sent after" order: by time, then by sequence.
+    #[inline]
+    fn sent_after(t1: SimTime, end1: u64, t2: SimTime, end2: u64) -> bool {
+        t1 > t2 || (t1 == t2 && end1 > end2)
+    }
 }
 
 /// Configuration of a sender.
@@ -126,6 +201,12 @@ pub(crate) struct SenderConfig {
     pub start: SimTime,
     pub stop: SimTime,
     pub rwnd_segs: u64,
+    /// RACK loss detection (RFC 8985 §6) instead of DupThresh; Linux
+    /// `net.ipv4.tcp_recovery` bit 0 (default on). Needs SACK.
+    pub rack: bool,
+    /// Tail loss probes (RFC 8985 §7); Linux `net.ipv4.tcp_early_retrans` = 3
+    /// (default). Needs SACK.
+    pub tlp: bool,
 }
 
 /// The sending half of a TCP flow.
@@ -158,6 +239,10 @@ pub(crate) struct TcpSender {
     prr: Option<Prr>,
     /// Segments ever marked lost (for the per-ACK "newly lost" count).
     marked_lost: u64,
+    /// One past the highest segment ever retransmitted (RACK must look at
+    /// retransmissions above its scan's natural end).
+    high_rxt: u64,
+    rack: Rack,
     pub(crate) cc: Box<dyn CongestionControl>,
     pub(crate) rtt: RttEstimator,
     pub(crate) rto_deadline: SimTime,
@@ -199,6 +284,8 @@ impl TcpSender {
             cwr_pending: false,
             prr: None,
             marked_lost: 0,
+            high_rxt: 0,
+            rack: Rack::new(),
             cc,
             rtt: RttEstimator::new(),
             rto_deadline: SimTime::MAX,
@@ -338,7 +425,7 @@ impl TcpSender {
         if !self.started {
             return self.cfg.start;
         }
-        self.rto_deadline.min(self.pace_wake)
+        self.rto_deadline.min(self.pace_wake).min(self.rack.reo_deadline).min(self.rack.tlp_deadline)
     }
 
     fn finished(&self) -> bool {
@@ -353,6 +440,16 @@ impl TcpSender {
             }
             self.started = true;
             self.pace_next = now;
+        }
+        if now >= self.rack.reo_deadline {
+            self.rack.reo_deadline = SimTime::MAX;
+            self.on_reo_timeout(now, out);
+        }
+        // A probe due together with the RTO goes first and re-arms the RTO (Linux
+        // keeps one timer: the PTO replaces the RTO when it is earlier or equal).
+        if now >= self.rack.tlp_deadline {
+            self.rack.tlp_deadline = SimTime::MAX;
+            self.send_loss_probe(now, out);
         }
         if now >= self.rto_deadline {
             self.on_rto(now);
@@ -369,6 +466,15 @@ impl TcpSender {
             return;
         }
         let cwnd_segs = self.cwnd_segs();
+        let nxt_before = self.snd_nxt;
+        self.send_loop(now, cwnd_segs, out);
+        if self.snd_nxt > nxt_before {
+            // RFC 8985 §7.2: (re)arm the PTO after sending new data.
+            self.schedule_loss_probe(now, false);
+        }
+    }
+
+    fn send_loop(&mut self, now: SimTime, cwnd_segs: u64, out: &mut Vec<Pkt>) {
         loop {
             if self.pace_next > now && self.cc.pacing_rate().is_some() {
                 self.pace_wake = self.pace_next;
@@ -448,6 +554,7 @@ impl TcpSender {
             self.retrans_out += 1;
             self.lost_pending -= 1;
             self.retrans_segs += 1;
+            self.high_rxt = self.high_rxt.max(idx + 1);
             flags |= PF_RETX;
         } else {
             debug_assert_eq!(idx, self.snd_nxt);
@@ -463,23 +570,7 @@ impl TcpSender {
         if let Some(p) = self.prr.as_mut() {
             p.out += 1;
         }
-        out.push(Pkt {
-            meta: PacketMeta {
-                flow: self.cfg.flow,
-                bytes: len + HEADER_BYTES,
-                // RFC 3168 §6.1.5: retransmitted packets are not ECN-capable.
-                ecn_capable: self.cfg.ecn && !retrans,
-                // ZRTT's base-RTT header hint (seed 002): the sender's lowest RTT.
-                rtt_hint_us: self.rtt_hint_us(),
-                is_ack: false,
-                // The engine's passive estimate is the sender's smoothed RTT.
-                passive_rtt_us: self.srtt_us(),
-            },
-            seq: idx,
-            len,
-            flags,
-            aux: 0,
-        });
+        out.push(self.packet(idx, flags));
         self.cc.on_packet_sent(now, len as u64, self.pipe_bytes());
         if let Some(rate) = self.cc.pacing_rate() {
             if rate.as_bps() > 0 {
@@ -520,7 +611,29 @@ impl TcpSender {
             *sack_rtt = Some(sack_rtt.map_or(seg.sent, |t| t.max(seg.sent)));
         }
         Self::rate_delivered(&mut self.first_tx_time, rs, &seg, idx);
+        self.rack_delivered(rs, &seg, idx);
         len
+    }
+
+    /// RFC 8985 §6.2 steps 1–2 for one newly delivered segment.
+    #[inline]
+    fn rack_delivered(&self, rs: &mut RateAcc, seg: &Seg, idx: u64) {
+        if seg.flags & EVER_RETRANS == 0 {
+            // Linux compares with the highest SACKed sequence from before this
+            // ACK: an ACK may cumulatively cover a segment the receiver held
+            // back for a delayed ACK while SACKing a later one.
+            if idx < rs.prior_fack {
+                rs.reordered = true;
+            }
+        } else if rs.prior_time_now.saturating_since(seg.sent) < self.rtt.min_rtt() {
+            // Step 2: a retransmitted segment delivered sooner than min_rtt after
+            // its retransmission was the original's delivery; it says nothing
+            // about the retransmission's send time.
+            return;
+        }
+        if rs.rack.is_none_or(|(t, e)| Rack::sent_after(seg.sent, idx + 1, t, e)) {
+            rs.rack = Some((seg.sent, idx + 1));
+        }
     }
 
     /// `tcp_rate_skb_delivered`: remember the most recently sent delivered segment.
@@ -632,7 +745,11 @@ impl TcpSender {
         let prior_in_flight = self.pipe_bytes();
         let prior_sacked = self.sacked_segs();
         let prior_marked_lost = self.marked_lost;
-        let mut rs = RateAcc::default();
+        let prior_fack = self.sack_ranges.back().map_or(0, |r| r.1);
+        let mut rs = RateAcc { prior_time_now: now, prior_fack, ..RateAcc::default() };
+        if ack.dsack.is_some() {
+            self.rack.dsack_seen = true;
+        }
         let mut sack_rtt: Option<SimTime> = None;
         let mut newly_bytes = 0u64;
         let cum = ack.cum.min(self.snd_nxt);
@@ -656,6 +773,7 @@ impl TcpSender {
                 } else {
                     newly_bytes += self.seg_len(idx) as u64;
                     Self::rate_delivered(&mut self.first_tx_time, &mut rs, &seg, idx);
+                    self.rack_delivered(&mut rs, &seg, idx);
                     if f & LOST != 0 {
                         self.lost_out -= 1;
                         if f & RETRANS == 0 {
@@ -698,7 +816,15 @@ impl TcpSender {
         }
 
         if self.cfg.sack {
-            self.update_lost_mark();
+            self.rack_on_ack(now, &rs);
+            if self.cfg.rack {
+                if self.rack.advanced {
+                    self.rack.advanced = false;
+                    self.rack_detect_loss(now);
+                }
+            } else {
+                self.update_lost_mark();
+            }
         } else if acked_segs > 0 {
             // Linux tcp_remove_reno_sacks: the ACK covered `acked_segs` segments, one
             // of which was the hole; the rest had been counted as dupacks.
@@ -706,6 +832,10 @@ impl TcpSender {
             if self.state != CaState::Recovery {
                 self.reno_dupacks = 0;
             }
+        }
+
+        if let Some(high) = self.rack.tlp_high_seq {
+            self.process_tlp_ack(now, ack, high, acked_segs, newly_bytes);
         }
 
         // Recovery / CWR / Loss end when the recovery point is acknowledged
@@ -719,6 +849,10 @@ impl TcpSender {
                 // Linux tcp_end_cwnd_reduction: the window is the controller's
                 // (its ssthresh for the loss-based ones) again.
                 self.prr = None;
+                if self.state == CaState::Recovery {
+                    // RFC 8985 §6.2 step 4: a widened window decays per recovery.
+                    self.rack.reo_wnd_persist = self.rack.reo_wnd_persist.saturating_sub(1);
+                }
                 self.state = CaState::Open;
                 self.reno_dupacks = 0;
             }
@@ -746,16 +880,7 @@ impl TcpSender {
                     self.mark_lost(self.snd_una);
                     self.lost_mark = self.lost_mark.max(self.snd_una + 1);
                 }
-                if self.state == CaState::Open {
-                    // One reduction per episode; a CWR already reduced this window
-                    // and its PRR state carries on (Linux tcp_enter_recovery).
-                    let prior_cwnd = self.cc.cwnd();
-                    self.congestion_event(now, CongestionSignal::Loss);
-                    self.start_prr(prior_cwnd);
-                }
-                self.state = CaState::Recovery;
-                self.recovery_point = self.snd_nxt;
-                self.recoveries += 1;
+                self.enter_recovery(now);
                 // RFC 6675 §5 (4.2) / RFC 5681 §3.2 step 2: retransmit the first
                 // lost segment regardless of the pipe. Under PRR the episode's
                 // first ACK allows it already.
@@ -836,6 +961,8 @@ impl TcpSender {
             }
             // RFC 6298 (5.2)/(5.3): stop when all data is acked, else restart.
             self.rto_deadline = if self.snd_una == self.snd_nxt { SimTime::MAX } else { now + self.rtt.rto() };
+            // RFC 8985 §7.2: an ACK that advances snd_una re-arms the PTO.
+            self.schedule_loss_probe(now, true);
         }
 
         if force_rxt {
@@ -844,6 +971,227 @@ impl TcpSender {
             }
         }
         self.try_send(now, out);
+    }
+
+    /// Enter fast recovery (RFC 6675 §5, Linux `tcp_enter_recovery`).
+    fn enter_recovery(&mut self, now: SimTime) {
+        if self.state == CaState::Open {
+            // One reduction per episode; a CWR already reduced this window
+            // and its PRR state carries on (Linux tcp_enter_recovery).
+            let prior_cwnd = self.cc.cwnd();
+            self.congestion_event(now, CongestionSignal::Loss);
+            self.start_prr(prior_cwnd);
+        }
+        self.state = CaState::Recovery;
+        self.recovery_point = self.snd_nxt;
+        self.recoveries += 1;
+    }
+
+    /// RFC 8985 §6.2 steps 1–4 on an ACK: reordering, RACK.xmit_ts/rtt, and the
+    /// reordering window's D-SACK-driven widening (Linux `tcp_rack_advance`,
+    /// `tcp_rack_update_reo_wnd`).
+    fn rack_on_ack(&mut self, now: SimTime, rs: &RateAcc) {
+        if rs.reordered {
+            self.rack.reord_seen = true;
+        }
+        if let Some((t, e)) = rs.rack {
+            if self.rack.xmit == SimTime::ZERO || Rack::sent_after(t, e, self.rack.xmit, self.rack.end) {
+                self.rack.xmit = t;
+                self.rack.end = e;
+                self.rack.rtt = now.saturating_since(t);
+                self.rack.advanced = true;
+            }
+        }
+        if rs.valid {
+            // Step 4: at most one widening per round trip of delivered data.
+            if rs.prior_delivered < self.rack.last_delivered {
+                self.rack.dsack_seen = false;
+            }
+            if self.rack.dsack_seen {
+                self.rack.reo_wnd_mult = (self.rack.reo_wnd_mult + 1).min(255);
+                self.rack.dsack_seen = false;
+                self.rack.last_delivered = self.delivered;
+                self.rack.reo_wnd_persist = REO_WND_PERSIST;
+            } else if self.rack.reo_wnd_persist == 0 {
+                self.rack.reo_wnd_mult = 1;
+            }
+        }
+    }
+
+    /// RACK.reo_wnd (RFC 8985 §6.2 step 4, as Linux `tcp_rack_reo_wnd`): zero
+    /// while no reordering was seen and the sender is in recovery or DupThresh
+    /// segments are SACKed; otherwise min_rtt/4 per step, at most SRTT.
+    fn rack_reo_wnd(&self) -> SimDuration {
+        if !self.rack.reord_seen && (matches!(self.state, CaState::Recovery | CaState::Loss) || self.sacked_out >= DUP_THRESH) {
+            return SimDuration::ZERO;
+        }
+        let min_rtt = self.rtt.min_rtt();
+        if min_rtt == SimDuration::MAX {
+            return SimDuration::ZERO;
+        }
+        SimDuration::from_nanos((min_rtt.as_nanos() / 4) * self.rack.reo_wnd_mult as u64).min(self.rtt.srtt())
+    }
+
+    /// RFC 8985 §6.2 step 5 (Linux `tcp_rack_detect_loss`): every segment sent
+    /// before RACK.xmit_ts and outstanding for longer than RACK.rtt + reo_wnd is
+    /// lost, retransmissions included; the others arm the reordering timer for
+    /// when they would be. Returns the number newly marked.
+    fn rack_detect_loss(&mut self, now: SimTime) -> u64 {
+        let reo_wnd = self.rack_reo_wnd();
+        let budget = self.rack.rtt + reo_wnd;
+        let mut wait = SimDuration::ZERO;
+        let mut marked = 0;
+        let end = self.rack.end.max(self.high_rxt).min(self.snd_nxt);
+        let mut idx = self.snd_una;
+        let mut k = 0; // next SACKed range at or above idx
+        while idx < end {
+            // Jump over SACKed ranges: only holes can be lost.
+            while k < self.sack_ranges.len() && self.sack_ranges[k].1 <= idx {
+                k += 1;
+            }
+            if k < self.sack_ranges.len() && self.sack_ranges[k].0 <= idx {
+                idx = self.sack_ranges[k].1;
+                continue;
+            }
+            let seg = self.segs[(idx - self.snd_una) as usize];
+            let f = seg.flags;
+            if f & LOST != 0 && f & RETRANS == 0 {
+                idx += 1;
+                continue; // lost, waiting for its retransmission
+            }
+            if !Rack::sent_after(self.rack.xmit, self.rack.end, seg.sent, idx + 1) {
+                // Sent after the newest delivered segment: not (yet) lost. Among
+                // original transmissions, all later ones are later still.
+                if f & EVER_RETRANS == 0 && idx >= self.high_rxt {
+                    break;
+                }
+                idx += 1;
+                continue;
+            }
+            let elapsed = now.saturating_since(seg.sent);
+            if elapsed >= budget {
+                self.rack_mark_lost(idx);
+                marked += 1;
+            } else {
+                wait = wait.max(SimDuration::from_nanos(budget.as_nanos() - elapsed.as_nanos()));
+            }
+            idx += 1;
+        }
+        self.rack.reo_deadline = if wait > SimDuration::ZERO { now + wait } else { SimTime::MAX };
+        marked
+    }
+
+    /// Mark one segment lost for RACK; a lost retransmission goes back to
+    /// waiting for its next retransmission (Linux `tcp_rack_mark_skb_lost`).
+    fn rack_mark_lost(&mut self, idx: u64) {
+        let s = &mut self.segs[(idx - self.snd_una) as usize];
+        if s.flags & RETRANS != 0 {
+            s.flags &= !RETRANS;
+            self.retrans_out -= 1;
+            if s.flags & LOST != 0 {
+                self.lost_pending += 1;
+            }
+        }
+        self.mark_lost(idx);
+        self.rxt_scan = self.rxt_scan.min(idx);
+    }
+
+    /// The reordering timer fired (RFC 8985 §6.3, Linux `tcp_rack_reo_timeout`).
+    fn on_reo_timeout(&mut self, now: SimTime, out: &mut Vec<Pkt>) {
+        if self.snd_una == self.snd_nxt || !self.cfg.sack {
+            return;
+        }
+        if self.rack_detect_loss(now) > 0 {
+            if self.state != CaState::Recovery && self.state != CaState::Loss {
+                self.enter_recovery(now);
+                // Linux counts one delivered segment so the retransmission goes.
+                self.prr_on_ack(1, 0, false);
+            }
+            let cwnd_segs = self.cwnd_segs();
+            self.send_loop(now, cwnd_segs, out);
+            if self.prr.is_none() && self.state == CaState::Recovery && self.pipe() >= cwnd_segs {
+                if let Some(idx) = self.next_lost() {
+                    self.transmit(now, idx, true, out);
+                }
+            }
+        }
+        self.rto_deadline = now + self.rtt.rto();
+    }
+
+    /// Arm the probe timeout (RFC 8985 §7.2, Linux `tcp_schedule_loss_probe`).
+    /// `ack` = on an ACK that advanced snd_una (the RTO would restart then).
+    fn schedule_loss_probe(&mut self, now: SimTime, ack: bool) {
+        let outstanding = self.snd_nxt - self.snd_una;
+        if !self.cfg.tlp || !self.cfg.sack || outstanding == 0 || !matches!(self.state, CaState::Open | CaState::Cwr) {
+            self.rack.tlp_deadline = SimTime::MAX;
+            return;
+        }
+        let srtt = self.rtt.srtt();
+        let pto = if srtt == SimDuration::ZERO {
+            crate::rtt::INITIAL_RTO
+        } else {
+            srtt + srtt + if outstanding == 1 { TLP_WC_DEL_ACK } else { TLP_TIMEOUT_MIN }
+        };
+        // Never later than the RTO would fire.
+        let rto_at = if ack { now + self.rtt.rto() } else { self.rto_deadline };
+        self.rack.tlp_deadline = (now + pto).min(rto_at);
+    }
+
+    /// The probe timeout fired (RFC 8985 §7.3, Linux `tcp_send_loss_probe`):
+    /// send one new segment if there is one, else retransmit the last one.
+    fn send_loss_probe(&mut self, now: SimTime, out: &mut Vec<Pkt>) {
+        if self.snd_una == self.snd_nxt || self.rack.tlp_high_seq.is_some() || !matches!(self.state, CaState::Open | CaState::Cwr) {
+            return;
+        }
+        if self.can_send_new(now) {
+            self.transmit(now, self.snd_nxt, false, out);
+            self.rack.tlp_retrans = false;
+        } else {
+            let idx = self.snd_nxt - 1;
+            let pos = (idx - self.snd_una) as usize;
+            if self.segs[pos].flags & SACKED != 0 {
+                return;
+            }
+            // Not counted in retrans_out (Linux `__tcp_retransmit_skb`): the probe
+            // replaces nothing in the pipe; it is marked retransmitted for Karn.
+            let s = &mut self.segs[pos];
+            s.flags |= EVER_RETRANS;
+            s.sent = now;
+            self.retrans_segs += 1;
+            self.segs_sent += 1;
+            self.high_rxt = self.high_rxt.max(idx + 1);
+            if let Some(p) = self.prr.as_mut() {
+                p.out += 1;
+            }
+            out.push(self.packet(idx, PF_RETX));
+            self.cc.on_packet_sent(now, self.seg_len(idx) as u64, self.pipe_bytes());
+            self.rack.tlp_retrans = true;
+        }
+        self.rack.tlp_high_seq = Some(self.snd_nxt);
+        // RFC 8985 §7.3: the RTO restarts after the probe.
+        self.rto_deadline = now + self.rtt.rto();
+    }
+
+    /// RFC 8985 §7.4 (Linux `tcp_process_tlp_ack`): did the probe repair a loss?
+    fn process_tlp_ack(&mut self, now: SimTime, ack: &Ack, high: u64, acked_segs: u64, newly_bytes: u64) {
+        if !self.rack.tlp_retrans {
+            // A probe of new data: nothing to infer.
+            self.rack.tlp_high_seq = None;
+        } else if ack.dsack == Some(high - 1) {
+            // The original and the probe both arrived: no loss (§7.4.1).
+            self.rack.tlp_high_seq = None;
+        } else if ack.cum > high {
+            // Data beyond the probe is acknowledged and no D-SACK came: the probe
+            // repaired a lost tail segment. One reduction, done at once (Linux
+            // enters CWR and ends the reduction on the same ACK).
+            self.rack.tlp_high_seq = None;
+            if self.state == CaState::Open {
+                self.congestion_event(now, CongestionSignal::Loss);
+            }
+        } else if acked_segs == 0 && newly_bytes == 0 && ack.dsack.is_none() {
+            // A pure duplicate ACK: the episode ends without inference.
+            self.rack.tlp_high_seq = None;
+        }
     }
 
     /// RFC 6298 (5.4)–(5.6) and RFC 5681 §3.1: the retransmission timer expired.
@@ -875,9 +1223,34 @@ impl TcpSender {
         self.recovery_point = self.snd_nxt;
         self.cwr_pending = false;
         self.prr = None;
+        self.rack.reo_deadline = SimTime::MAX;
+        self.rack.tlp_deadline = SimTime::MAX;
+        self.rack.tlp_high_seq = None;
         self.pace_next = now;
         // RFC 6298 (5.6): restart the timer with the backed-off RTO.
         self.rto_deadline = now + self.rtt.rto();
+    }
+
+    /// The data packet carrying segment `idx`.
+    fn packet(&self, idx: u64, flags: u8) -> Pkt {
+        let len = self.seg_len(idx);
+        Pkt {
+            meta: PacketMeta {
+                flow: self.cfg.flow,
+                bytes: len + HEADER_BYTES,
+                // RFC 3168 §6.1.5: retransmitted packets are not ECN-capable.
+                ecn_capable: self.cfg.ecn && flags & PF_RETX == 0,
+                // ZRTT's base-RTT header hint (seed 002): the sender's lowest RTT.
+                rtt_hint_us: self.rtt_hint_us(),
+                is_ack: false,
+                // The engine's passive estimate is the sender's smoothed RTT.
+                passive_rtt_us: self.srtt_us(),
+            },
+            seq: idx,
+            len,
+            flags,
+            aux: 0,
+        }
     }
 
     #[inline]
@@ -962,6 +1335,8 @@ mod tests {
             start: SimTime::ZERO,
             stop: SimTime::MAX,
             rwnd_segs: u64::MAX,
+            rack: true,
+            tlp: true,
         };
         TcpSender::new(cfg, Box::new(Halving { mss: MSS as u64, cwnd, ssthresh: u64::MAX }), 64)
     }
@@ -996,12 +1371,14 @@ mod tests {
         // release one segment (29, 30).
         let mut s = sender(20, true, false);
         let mut out = Vec::new();
-        let t = SimTime::from_millis(1);
         s.on_timer(SimTime::ZERO, &mut out);
         assert_eq!(out.len(), 20);
         out.clear();
+        // A path of RTT 100 ms: segment j of the initial burst (sent at 0) is
+        // SACKed at 100 + j ms; 20 and 21, sent at 101 and 102, at 201 and 202.
         let mut log = Vec::new();
         for seg in 1..22u64 {
+            let t = SimTime::from_millis(if seg < 20 { 100 + seg } else { 181 + seg });
             s.on_ack(t, &ack(0, &[(1, seg + 1)]), &mut out);
             log.push(sent(&mut out).join(" "));
         }
@@ -1013,7 +1390,7 @@ mod tests {
         assert_eq!(s.prr.unwrap().out, 10);
         // The retransmission's ACK ends recovery: cwnd = ssthresh = 10, 9 in flight
         // (22..31), so exactly one more segment goes.
-        s.on_ack(t, &ack(22, &[]), &mut out);
+        s.on_ack(SimTime::from_millis(203), &ack(22, &[]), &mut out);
         assert_eq!(s.state, CaState::Open);
         assert_eq!(sent(&mut out), vec!["31".to_string()]);
         assert_eq!(s.cwnd(), 10 * MSS as u64);
@@ -1030,11 +1407,12 @@ mod tests {
         // 17, 18, 19, 20, 21 (packet conservation, no burst to ssthresh).
         let mut s = sender(20, true, false);
         let mut out = Vec::new();
-        let t = SimTime::from_millis(1);
         s.on_timer(SimTime::ZERO, &mut out);
         out.clear();
+        // RTT 100 ms as above: SACK of j at 100 + j ms; 20, 21 sent at 115, 116.
         let mut log = Vec::new();
         for seg in 15..22u64 {
+            let t = SimTime::from_millis(if seg < 20 { 100 + seg } else { 195 + seg });
             s.on_ack(t, &ack(0, &[(15, seg + 1)]), &mut out);
             log.push(sent(&mut out).join(" "));
         }
@@ -1043,7 +1421,7 @@ mod tests {
         assert_eq!(s.pipe(), 5);
         // The cumulative ACK of R0 with no new loss: pipe 4, delivered 1, and
         // Linux's SSRB adds one segment for advancing snd_una: 2 segments.
-        s.on_ack(t, &ack(1, &[(15, 22)]), &mut out);
+        s.on_ack(SimTime::from_millis(217), &ack(1, &[(15, 22)]), &mut out);
         assert_eq!(sent(&mut out), vec!["R5".to_string(), "R6".to_string()]);
         assert_eq!(s.pipe(), 6);
     }
@@ -1072,6 +1450,81 @@ mod tests {
     }
 
     #[test]
+    fn rack_detects_a_lost_retransmission_without_an_rto() {
+        // RFC 8985 §6 / §3.3.2: window 20 on a 100 ms path, segment 0 lost and its
+        // first retransmission too. The SACKs of 1..3 (at 101..103 ms) start
+        // recovery and R0 leaves at 103 ms; PRR then sends 22 at 105 ms (see the
+        // PRR example). When 22's SACK arrives at 205 ms, RACK's newest delivered
+        // segment was sent at 105 ms, after R0 (103 ms), and R0 has been out
+        // 102 ms ≥ RACK.rtt (100 ms) + reo_wnd (0 in recovery without reordering):
+        // it is lost, and goes again at once, long before the RTO (≥ 300 ms).
+        let mut s = sender(20, true, false);
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        out.clear();
+        for seg in 1..20u64 {
+            s.on_ack(SimTime::from_millis(100 + seg), &ack(0, &[(1, seg + 1)]), &mut out);
+        }
+        let sent_before: Vec<String> = sent(&mut out);
+        assert_eq!(sent_before.iter().filter(|x| *x == "R0").count(), 1);
+        assert_eq!(s.state, CaState::Recovery);
+        // 20 and 21 (limited transmit, sent at 101, 102) SACKed at 201, 202: sent
+        // before R0, so R0 is not judged by them.
+        s.on_ack(SimTime::from_millis(201), &ack(0, &[(1, 21)]), &mut out);
+        s.on_ack(SimTime::from_millis(202), &ack(0, &[(1, 22)]), &mut out);
+        assert!(!sent(&mut out).contains(&"R0".to_string()));
+        s.on_ack(SimTime::from_millis(205), &ack(0, &[(1, 23)]), &mut out);
+        assert_eq!(sent(&mut out).first().map(String::as_str), Some("R0"), "lost retransmission resent");
+        assert_eq!(s.rto_count, 0);
+        assert!(s.rto_deadline > SimTime::from_millis(205));
+    }
+
+    #[test]
+    fn tail_loss_probe_repairs_a_tail_loss_without_an_rto() {
+        // RFC 8985 §7: a 10-segment transfer whose last two segments are lost.
+        // Segments 0..7 are acked at 100..107 ms. The last ACK arms the PTO at
+        // 2·SRTT + 2 ms (two segments still out, §7.2), before the RTO. When it
+        // fires with no new data to send, the probe is the last segment, 9
+        // (§7.3). Its ACK (cum 8, SACK 9) makes 8 — sent at 0, before the probe
+        // — lost by RACK (out ≥ RACK.rtt), so 8 is retransmitted: no RTO at all.
+        let cfg = SenderConfig {
+            flow: 0,
+            mss: MSS,
+            ecn: false,
+            sack: true,
+            total_segs: 10,
+            last_seg_len: MSS,
+            start: SimTime::ZERO,
+            stop: SimTime::MAX,
+            rwnd_segs: u64::MAX,
+            rack: true,
+            tlp: true,
+        };
+        let mut s = TcpSender::new(cfg, Box::new(Halving { mss: MSS as u64, cwnd: 20, ssthresh: u64::MAX }), 16);
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        assert_eq!(out.len(), 10);
+        out.clear();
+        for k in 1..=8u64 {
+            s.on_ack(SimTime::from_millis(99 + k), &ack(k, &[]), &mut out);
+        }
+        assert!(out.is_empty());
+        let srtt = s.rtt.srtt();
+        let pto_at = SimTime::from_millis(107) + srtt + srtt + SimDuration::from_millis(2);
+        assert_eq!(s.next_wakeup(), pto_at);
+        assert!(pto_at < s.rto_deadline);
+        s.on_timer(pto_at, &mut out);
+        assert_eq!(sent(&mut out), vec!["R9".to_string()]);
+        let t = pto_at + SimDuration::from_millis(100);
+        s.on_ack(t, &ack(8, &[(9, 10)]), &mut out);
+        assert_eq!(sent(&mut out), vec!["R8".to_string()]);
+        assert_eq!(s.state, CaState::Recovery);
+        s.on_ack(t + SimDuration::from_millis(100), &ack(10, &[]), &mut out);
+        assert_eq!(s.finished_at, Some(t + SimDuration::from_millis(100)));
+        assert_eq!(s.rto_count, 0);
+    }
+
+    #[test]
     fn pacing_spaces_full_segments_by_their_payload_at_the_pacing_rate() {
         // The pacing rate is a payload rate, as Linux's `sk_pacing_rate` (charged
         // with `skb->len` in `tcp_update_skb_after_send`): 1448 B at 11.584 Mb/s
@@ -1086,6 +1539,8 @@ mod tests {
             start: SimTime::ZERO,
             stop: SimTime::MAX,
             rwnd_segs: u64::MAX,
+            rack: true,
+            tlp: true,
         };
         let mut snd = TcpSender::new(cfg, Box::new(FixedPace(Bandwidth::from_bps(11_584_000))), 16);
         let mut out = Vec::new();

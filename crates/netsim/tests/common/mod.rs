@@ -46,6 +46,8 @@ pub fn flow(cca: &str, rtt_ms: u64, start_s: u64) -> FlowSpec {
         delayed_ack: true,
         delack_timeout_ns: 40 * MS,
         initial_cwnd: 10,
+        rack: true,
+        tlp: true,
     }
 }
 

@@ -403,6 +403,7 @@ impl Sim {
                         rwnd_bytes: f.rwnd_bytes,
                         delayed_ack: f.delayed_ack,
                         delack_timeout: delack,
+                        base_rtt: SimDuration::from_nanos(f.rtt_ns),
                         ring_hint,
                         rack: f.rack,
                         tlp: f.tlp,

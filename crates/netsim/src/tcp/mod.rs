@@ -33,7 +33,10 @@ pub(crate) struct TcpConfig {
     pub stop: SimTime,
     pub rwnd_bytes: Option<u64>,
     pub delayed_ack: bool,
+    /// Minimum delayed-ACK timeout (Linux `TCP_ATO_MIN`).
     pub delack_timeout: SimDuration,
+    /// The path's base RTT: what the receiver measured on the handshake.
+    pub base_rtt: SimDuration,
     pub ring_hint: usize,
     /// Linux `tcp_recovery` bit 0: RACK loss detection.
     pub rack: bool,
@@ -66,7 +69,17 @@ impl TcpFlow {
             cc,
             c.ring_hint,
         );
-        let rcv = receiver::TcpReceiver::new(mss, total_segs, last_len, c.sack, c.ecn, c.delayed_ack, c.delack_timeout);
+        let rcv = receiver::TcpReceiver::new(
+            mss,
+            total_segs,
+            last_len,
+            c.sack,
+            c.ecn,
+            c.delayed_ack,
+            c.delack_timeout,
+            c.base_rtt,
+            c.rwnd_bytes,
+        );
         TcpFlow { snd, rcv }
     }
 

@@ -407,6 +407,7 @@ impl Sim {
                         ring_hint,
                         rack: f.rack,
                         tlp: f.tlp,
+                        frto: f.frto,
                     },
                     ctl,
                 ))

@@ -136,6 +136,9 @@ pub struct FlowSpec {
     /// Tail loss probes (RFC 8985 §7), Linux `net.ipv4.tcp_early_retrans` = 3.
     #[serde(default = "default_true")]
     pub tlp: bool,
+    /// F-RTO spurious-timeout detection (RFC 5682), Linux `net.ipv4.tcp_frto`.
+    #[serde(default = "default_true")]
+    pub frto: bool,
 }
 
 fn default_mss() -> u32 {

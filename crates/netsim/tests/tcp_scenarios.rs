@@ -202,3 +202,29 @@ fn paced_bbr_flow_fills_the_link_with_a_shallow_buffer_where_reno_cannot() {
     assert!((reno - model).abs() <= 0.05, "Reno utilisation {reno:.3}, sawtooth model {model:.3}");
     assert!(bbr >= reno + 0.05, "BBR {bbr:.3} should clearly beat Reno {reno:.3} in a shallow buffer");
 }
+
+#[test]
+fn rack_tlp_repairs_losses_without_timeouts_where_dupthresh_needs_them() {
+    // CUBIC and BBR at 100 Mb/s, 50 ms, one BDP of DropTail (examples/live's
+    // pair, where Linux shows no timeouts). BBR keeps the queue full, so
+    // retransmissions are dropped too. With RFC 6675 DupThresh marking a lost
+    // retransmission can only be found by the RTO (RFC 8985 §2.2); RACK marks
+    // it lost one RTT after a later-sent segment is delivered, and the tail
+    // probe covers a lost tail. So: timeouts with rack = false, none with RACK-TLP.
+    let rate = 100_000_000;
+    let run = |rack: bool| {
+        let mut s = dumbbell(rate, bdp_packets(rate, 50, 1.0), 30);
+        for cca in ["cubic", "bbr"] {
+            let mut f = flow(cca, 50, 0);
+            f.rack = rack;
+            f.tlp = rack;
+            s.flows.push(f);
+        }
+        let out = go(&s);
+        out.totals.flows.iter().map(|f| f.rtos).sum::<u64>()
+    };
+    let (dupthresh, rack) = (run(false), run(true));
+    eprintln!("RTOs: DupThresh {dupthresh}, RACK-TLP {rack}");
+    assert!(dupthresh > 0, "the set-up must lose retransmissions");
+    assert_eq!(rack, 0);
+}

@@ -42,6 +42,8 @@ pub(crate) struct TcpConfig {
     pub rack: bool,
     /// Linux `tcp_early_retrans` = 3: tail loss probes.
     pub tlp: bool,
+    /// Linux `tcp_frto`: F-RTO.
+    pub frto: bool,
 }
 
 impl TcpFlow {
@@ -65,6 +67,7 @@ impl TcpFlow {
                 rwnd_segs,
                 rack: c.rack,
                 tlp: c.tlp,
+                frto: c.frto,
             },
             cc,
             c.ring_hint,

@@ -130,6 +130,9 @@ struct RateAcc {
     /// A never-retransmitted segment below the highest SACKed one was delivered:
     /// the path reordered (RFC 8985 §6.2 step 1, Linux `reord_seen`).
     reordered: bool,
+    /// A never-retransmitted segment below the recovery point was delivered
+    /// (Linux `FLAG_ORIG_SACK_ACKED`): F-RTO's sign of a spurious timeout.
+    orig_delivered: bool,
 }
 
 /// RACK-TLP state (RFC 8985; Linux `tp->rack` and `tlp_high_seq`).
@@ -207,6 +210,9 @@ pub(crate) struct SenderConfig {
     /// Tail loss probes (RFC 8985 §7); Linux `net.ipv4.tcp_early_retrans` = 3
     /// (default). Needs SACK.
     pub tlp: bool,
+    /// F-RTO spurious-timeout detection (RFC 5682 §3.1, SACK-enhanced); Linux
+    /// `net.ipv4.tcp_frto` = 2 (default). Needs SACK.
+    pub frto: bool,
 }
 
 /// The sending half of a TCP flow.
@@ -243,6 +249,16 @@ pub(crate) struct TcpSender {
     /// retransmissions above its scan's natural end).
     high_rxt: u64,
     rack: Rack,
+    /// Undo state (Linux `undo_marker`, `undo_retrans`): snd_una when the last
+    /// loss episode began, and its retransmissions not yet reported duplicate
+    /// by a D-SACK. All of them D-SACKed = the episode was spurious (RFC 3708).
+    undo_marker: Option<u64>,
+    undo_retrans: u64,
+    /// F-RTO in progress after a timeout (RFC 5682 §3.1).
+    frto: bool,
+    /// F-RTO step 2b: this ACK sends new data instead of retransmissions.
+    frto_send_new: bool,
+    pub(crate) spurious_undos: u64,
     pub(crate) cc: Box<dyn CongestionControl>,
     pub(crate) rtt: RttEstimator,
     pub(crate) rto_deadline: SimTime,
@@ -286,6 +302,11 @@ impl TcpSender {
             marked_lost: 0,
             high_rxt: 0,
             rack: Rack::new(),
+            undo_marker: None,
+            undo_retrans: 0,
+            frto: false,
+            frto_send_new: false,
+            spurious_undos: 0,
             cc,
             rtt: RttEstimator::new(),
             rto_deadline: SimTime::MAX,
@@ -486,7 +507,12 @@ impl TcpSender {
                 self.cwnd_limited = true;
                 break;
             }
-            // NextSeg (RFC 6675 §4): (1) a lost segment not yet retransmitted,
+            // NextSeg (RFC 6675 §4): (1) a lost segment not yet retransmitted
+            // (unless F-RTO step 2b wants new data first),
+            if self.frto_send_new && self.can_send_new(now) {
+                self.transmit(now, self.snd_nxt, false, out);
+                continue;
+            }
             if let Some(idx) = self.next_lost() {
                 self.transmit(now, idx, true, out);
                 continue;
@@ -555,6 +581,9 @@ impl TcpSender {
             self.lost_pending -= 1;
             self.retrans_segs += 1;
             self.high_rxt = self.high_rxt.max(idx + 1);
+            if self.undo_marker.is_some() {
+                self.undo_retrans += 1;
+            }
             flags |= PF_RETX;
         } else {
             debug_assert_eq!(idx, self.snd_nxt);
@@ -618,6 +647,9 @@ impl TcpSender {
     /// RFC 8985 §6.2 steps 1–2 for one newly delivered segment.
     #[inline]
     fn rack_delivered(&self, rs: &mut RateAcc, seg: &Seg, idx: u64) {
+        if seg.flags & EVER_RETRANS == 0 && idx < self.recovery_point {
+            rs.orig_delivered = true;
+        }
         if seg.flags & EVER_RETRANS == 0 {
             // Linux compares with the highest SACKed sequence from before this
             // ACK: an ACK may cumulatively cover a segment the receiver held
@@ -837,6 +869,7 @@ impl TcpSender {
         if let Some(high) = self.rack.tlp_high_seq {
             self.process_tlp_ack(now, ack, high, acked_segs, newly_bytes);
         }
+        self.check_spurious(now, ack, &rs, acked_segs, prior_sacked);
 
         // Recovery / CWR / Loss end when the recovery point is acknowledged
         // (RFC 6675 §5, RFC 6582 §3.2 step 3, RFC 3168 §6.1.2).
@@ -971,11 +1004,80 @@ impl TcpSender {
             }
         }
         self.try_send(now, out);
+        if self.frto_send_new {
+            self.frto_send_new = false;
+            if self.snd_nxt <= self.recovery_point {
+                // Nothing new could go: conventional recovery (Linux `frto = 0`).
+                self.frto = false;
+                self.try_send(now, out);
+            }
+        }
+    }
+
+    /// Spurious-retransmission detection (Linux `tcp_try_undo_dsack`,
+    /// `tcp_process_loss`): D-SACKs for every retransmission of the episode
+    /// (RFC 3708 §3), or F-RTO after a timeout (RFC 5682 §3.1).
+    fn check_spurious(&mut self, now: SimTime, ack: &Ack, rs: &RateAcc, acked_segs: u64, prior_sacked: u64) {
+        if let (Some(d), Some(m)) = (ack.dsack, self.undo_marker) {
+            if d >= m && self.undo_retrans > 0 {
+                self.undo_retrans -= 1;
+                if self.undo_retrans == 0 && self.state != CaState::Cwr {
+                    self.undo(now);
+                    return;
+                }
+            }
+        }
+        if self.state != CaState::Loss || !self.frto {
+            return;
+        }
+        if rs.orig_delivered {
+            // Step 3b: data never retransmitted was delivered; the timeout was
+            // spurious.
+            self.undo(now);
+        } else if self.snd_nxt > self.recovery_point {
+            // Step 3a: after the new data, a duplicate ACK or a SACK means the
+            // loss was real; continue with conventional recovery.
+            if acked_segs == 0 || self.sacked_segs() > prior_sacked {
+                self.frto = false;
+            }
+        } else if acked_segs > 0 && self.snd_una < self.recovery_point {
+            // Step 2b: the first ACK after the timeout advanced snd_una: send new
+            // data (up to two segments, the window being 2 now) before anything
+            // else is retransmitted.
+            self.recovery_point = self.snd_nxt;
+            self.frto_send_new = true;
+        }
+    }
+
+    /// Undo a spurious loss episode (Linux `tcp_undo_cwnd_reduction` with the
+    /// loss marks cleared): the controller restores its window and the sender
+    /// returns to Open.
+    fn undo(&mut self, now: SimTime) {
+        self.spurious_undos += 1;
+        self.cc.on_spurious_loss(now);
+        if self.state == CaState::Loss {
+            for s in self.segs.iter_mut() {
+                s.flags &= !LOST;
+            }
+            self.lost_out = 0;
+            self.lost_pending = 0;
+            self.lost_mark = self.snd_una;
+        }
+        self.prr = None;
+        self.undo_marker = None;
+        self.frto = false;
+        self.frto_send_new = false;
+        if matches!(self.state, CaState::Recovery | CaState::Loss) {
+            self.state = CaState::Open;
+        }
     }
 
     /// Enter fast recovery (RFC 6675 §5, Linux `tcp_enter_recovery`).
     fn enter_recovery(&mut self, now: SimTime) {
         if self.state == CaState::Open {
+            // Linux tcp_init_undo.
+            self.undo_marker = Some(self.snd_una);
+            self.undo_retrans = 0;
             // One reduction per episode; a CWR already reduced this window
             // and its PRR state carries on (Linux tcp_enter_recovery).
             let prior_cwnd = self.cc.cwnd();
@@ -1201,6 +1303,14 @@ impl TcpSender {
             return;
         }
         self.rto_count += 1;
+        // Linux tcp_enter_loss: a timeout outside recovery starts a new undo
+        // episode and F-RTO; one during recovery keeps the recovery's marker.
+        if self.state != CaState::Recovery || self.undo_marker.is_none() {
+            self.undo_marker = Some(self.snd_una);
+            self.undo_retrans = 0;
+        }
+        self.frto = self.cfg.frto && self.cfg.sack && self.state != CaState::Recovery;
+        self.frto_send_new = false;
         self.cc.on_rto(now, self.pipe_bytes());
         self.rtt.back_off();
         // Everything outstanding and not SACKed is lost; earlier retransmissions
@@ -1299,6 +1409,7 @@ mod tests {
         mss: u64,
         cwnd: u64,
         ssthresh: u64,
+        prior: Option<(u64, u64)>,
     }
 
     impl CongestionControl for Halving {
@@ -1313,12 +1424,19 @@ mod tests {
         }
         fn on_ack(&mut self, _ack: &AckSample) {}
         fn on_congestion_event(&mut self, _ev: &CongestionEvent) {
+            self.prior = Some((self.cwnd, self.ssthresh));
             self.ssthresh = self.cwnd / 2;
             self.cwnd = self.ssthresh;
         }
         fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
+            self.prior = Some((self.cwnd, self.ssthresh));
             self.ssthresh = self.cwnd / 2;
             self.cwnd = 1;
+        }
+        fn on_spurious_loss(&mut self, _now: SimTime) {
+            if let Some((c, s)) = self.prior.take() {
+                (self.cwnd, self.ssthresh) = (c, s);
+            }
         }
     }
 
@@ -1337,8 +1455,9 @@ mod tests {
             rwnd_segs: u64::MAX,
             rack: true,
             tlp: true,
+            frto: true,
         };
-        TcpSender::new(cfg, Box::new(Halving { mss: MSS as u64, cwnd, ssthresh: u64::MAX }), 64)
+        TcpSender::new(cfg, Box::new(Halving { mss: MSS as u64, cwnd, ssthresh: u64::MAX, prior: None }), 64)
     }
 
     /// An ACK with cumulative point `cum` and SACK blocks, newest first.
@@ -1499,8 +1618,9 @@ mod tests {
             rwnd_segs: u64::MAX,
             rack: true,
             tlp: true,
+            frto: true,
         };
-        let mut s = TcpSender::new(cfg, Box::new(Halving { mss: MSS as u64, cwnd: 20, ssthresh: u64::MAX }), 16);
+        let mut s = TcpSender::new(cfg, Box::new(Halving { mss: MSS as u64, cwnd: 20, ssthresh: u64::MAX, prior: None }), 16);
         let mut out = Vec::new();
         s.on_timer(SimTime::ZERO, &mut out);
         assert_eq!(out.len(), 10);
@@ -1525,6 +1645,77 @@ mod tests {
     }
 
     #[test]
+    fn dsack_of_every_retransmission_undoes_the_reduction() {
+        // RFC 3708 §3 / Linux tcp_try_undo_dsack: segment 0 was only delayed.
+        // SACKs of 1..3 (101..103 ms) start recovery (cwnd 20 → PRR towards 10)
+        // and R0 goes at 103 ms. The original 0 then arrives and is ACKed (cum 22
+        // covers the limited-transmit segments too); the retransmission arrives as a
+        // duplicate and the receiver D-SACKs it. The one retransmission of the
+        // episode is reported duplicate: spurious, the window of 20 comes back.
+        let mut s = sender(20, true, false);
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        out.clear();
+        for seg in 1..4u64 {
+            s.on_ack(SimTime::from_millis(100 + seg), &ack(0, &[(1, seg + 1)]), &mut out);
+        }
+        assert_eq!(s.state, CaState::Recovery);
+        assert!(sent(&mut out).contains(&"R0".to_string()));
+        s.on_ack(SimTime::from_millis(104), &ack(20, &[]), &mut out);
+        assert_eq!(s.cc.cwnd(), 10 * MSS as u64, "reduced");
+        let mut dup = ack(20, &[]);
+        dup.dsack = Some(0);
+        s.on_ack(SimTime::from_millis(203), &dup, &mut out);
+        assert_eq!((s.state, s.cwnd(), s.spurious_undos), (CaState::Open, 20 * MSS as u64, 1));
+    }
+
+    #[test]
+    fn frto_undoes_a_spurious_timeout() {
+        // RFC 5682 §3.1: 10 segments out at 0, no RTT sample yet, so the RTO
+        // fires at 1 s (RFC 6298 (2.1)) and retransmits 0 with cwnd 1. The ACK
+        // that then arrives (cum 5) acknowledges never-retransmitted segments
+        // 1..4, sent before the timeout: step 3b, the timeout was spurious. The
+        // window of 10 comes back, the loss marks go, and 5..9 are NOT resent:
+        // with 5 segments in flight, 5 new ones (10..14) go instead.
+        // TLP off: without an RTT sample its probe would be due with the RTO
+        // (and Linux would have the handshake's RTT); F-RTO alone is tested here.
+        let mut s = sender(10, true, false);
+        s.cfg.tlp = false;
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        out.clear();
+        s.on_timer(SimTime::from_secs(1), &mut out);
+        assert_eq!(sent(&mut out), vec!["R0".to_string()]);
+        assert_eq!((s.state, s.cwnd()), (CaState::Loss, MSS as u64));
+        s.on_ack(SimTime::from_millis(1050), &ack(5, &[]), &mut out);
+        assert_eq!((s.state, s.cwnd(), s.spurious_undos), (CaState::Open, 10 * MSS as u64, 1));
+        assert_eq!(sent(&mut out), ["10", "11", "12", "13", "14"]);
+    }
+
+    #[test]
+    fn frto_falls_back_to_retransmission_when_the_loss_is_real() {
+        // RFC 5682 §3.1: all 10 segments lost. RTO at 1 s → R0, cwnd 1. R0's ACK
+        // (cum 1) advances snd_una: step 2b sends NEW data (10; one segment,
+        // the test controller keeps cwnd at 1) instead of retransmitting 1.
+        // 10's ACK is a duplicate ACK with a SACK: step 3a, the loss was real,
+        // and the retransmissions continue with 1. No undo.
+        // TLP off: without an RTT sample its probe would be due with the RTO
+        // (and Linux would have the handshake's RTT); F-RTO alone is tested here.
+        let mut s = sender(10, true, false);
+        s.cfg.tlp = false;
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        out.clear();
+        s.on_timer(SimTime::from_secs(1), &mut out);
+        assert_eq!(sent(&mut out), vec!["R0".to_string()]);
+        s.on_ack(SimTime::from_millis(1100), &ack(1, &[]), &mut out);
+        assert_eq!(sent(&mut out), vec!["10".to_string()]);
+        s.on_ack(SimTime::from_millis(1200), &ack(1, &[(10, 11)]), &mut out);
+        assert_eq!(sent(&mut out), vec!["R1".to_string()]);
+        assert_eq!((s.state, s.spurious_undos), (CaState::Loss, 0));
+    }
+
+    #[test]
     fn pacing_spaces_full_segments_by_their_payload_at_the_pacing_rate() {
         // The pacing rate is a payload rate, as Linux's `sk_pacing_rate` (charged
         // with `skb->len` in `tcp_update_skb_after_send`): 1448 B at 11.584 Mb/s
@@ -1541,6 +1732,7 @@ mod tests {
             rwnd_segs: u64::MAX,
             rack: true,
             tlp: true,
+            frto: true,
         };
         let mut snd = TcpSender::new(cfg, Box::new(FixedPace(Bandwidth::from_bps(11_584_000))), 16);
         let mut out = Vec::new();

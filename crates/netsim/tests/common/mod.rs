@@ -48,6 +48,7 @@ pub fn flow(cca: &str, rtt_ms: u64, start_s: u64) -> FlowSpec {
         initial_cwnd: 10,
         rack: true,
         tlp: true,
+        frto: true,
     }
 }
 

@@ -10,11 +10,21 @@
 //! the same 52-byte overhead so that a CCID2 flow and a TCP flow with the same
 //! `mss` put identical packets on the wire (RFC 4340 §5.1's generic header with
 //! 48-bit sequence numbers is 16 bytes; the rest stands in for options).
+//! Links serialise each packet in an Ethernet frame, [`LINK_FRAMING_BYTES`] more
+//! (1514 bytes for a full segment); queue disciplines count the IP packet.
 
 use aqm::{Packet, PacketMeta};
 
-/// Header bytes added to the payload on the wire (see module docs).
+/// Header bytes added to the payload in the IP packet (see module docs): what
+/// queue disciplines count (`PacketMeta::bytes`).
 pub const HEADER_BYTES: u32 = 52;
+
+/// Link-layer framing serialised on every link on top of the IP packet: the
+/// 14-byte Ethernet header (no preamble, inter-frame gap or FCS), so a full
+/// 1500-byte packet takes 1514 bytes of link time. That is what Linux's
+/// shapers charge (htb/tbf/netem see `skb->len` with the MAC header) and what
+/// fairlab's live link emulator serialises (`linkem`, the whole frame).
+pub const LINK_FRAMING_BYTES: u32 = 14;
 
 /// Flag: ECN Congestion Experienced (RFC 3168 §5).
 pub(crate) const PF_CE: u8 = 1;

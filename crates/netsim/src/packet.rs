@@ -32,6 +32,12 @@ pub(crate) const PF_CE: u8 = 1;
 pub(crate) const PF_CWR: u8 = 2;
 /// Flag: this is a retransmission (for statistics; receivers ignore it).
 pub(crate) const PF_RETX: u8 = 4;
+/// Flag: a TCP SYN (RFC 9293 §3.5), no payload.
+pub(crate) const PF_SYN: u8 = 8;
+
+/// IP bytes of a SYN: 20 IP + 20 TCP + 20 of options (MSS, SACK-permitted,
+/// timestamps, window scale, as Linux sends them).
+pub(crate) const SYN_BYTES: u32 = 60;
 
 /// A data packet (TCP segment or DCCP-Data datagram).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +83,8 @@ pub(crate) struct Ack {
     pub nblocks: u8,
     /// TCP ECE (RFC 3168 §6.1.3).
     pub ece: bool,
+    /// TCP: this is the SYN-ACK answering the sender's SYN.
+    pub syn: bool,
     /// TCP D-SACK (RFC 2883 §4): this ACK reports that segment `dsack` arrived
     /// more than once (the first SACK block of a real ACK; kept apart here).
     pub dsack: Option<u64>,

@@ -9,7 +9,7 @@ pub use sender::CaState;
 use netunits::{SimDuration, SimTime};
 
 use crate::cc::CongestionControl;
-use crate::packet::{Ack, Pkt};
+use crate::packet::{Ack, Pkt, PF_SYN};
 
 /// One TCP flow: both ends. `repr(C)` with the receiver first: the simulator
 /// keeps each flow on its own cache lines, and this way the receiver's hot fields
@@ -68,6 +68,7 @@ impl TcpFlow {
                 rack: c.rack,
                 tlp: c.tlp,
                 frto: c.frto,
+                handshake: true,
             },
             cc,
             c.ring_hint,
@@ -93,6 +94,11 @@ impl TcpFlow {
 
     #[inline]
     pub fn on_data(&mut self, now: SimTime, pkt: &Pkt) -> Option<Ack> {
+        if pkt.flags & PF_SYN != 0 {
+            // RFC 9293 §3.5: the listener answers every SYN (a retransmitted one
+            // too) with a SYN-ACK at once.
+            return Some(Ack { syn: true, ..Ack::default() });
+        }
         self.rcv.on_data(now, pkt)
     }
 

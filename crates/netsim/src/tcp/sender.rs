@@ -32,7 +32,7 @@ use netunits::prefetch::prefetch;
 use netunits::{Bandwidth, SimDuration, SimTime};
 
 use crate::cc::{AckSample, CongestionControl, CongestionEvent, CongestionSignal, RateSample};
-use crate::packet::{Ack, Pkt, HEADER_BYTES, PF_CWR, PF_RETX};
+use crate::packet::{Ack, Pkt, HEADER_BYTES, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES};
 use crate::rtt::RttEstimator;
 
 /// RFC 6675 §2 / RFC 5681 §3.2: DupThresh (Linux `tcp_reordering`, 3).
@@ -213,6 +213,23 @@ pub(crate) struct SenderConfig {
     /// F-RTO spurious-timeout detection (RFC 5682 §3.1, SACK-enhanced); Linux
     /// `net.ipv4.tcp_frto` = 2 (default). Needs SACK.
     pub frto: bool,
+    /// Open the connection with a SYN / SYN-ACK exchange first (always, in
+    /// simulations; the sender's unit tests start established).
+    pub handshake: bool,
+}
+
+/// Linux `TCP_TIMEOUT_INIT`: the first SYN retransmission timeout, 1 s
+/// (RFC 6298 (2.1)), doubled on each retry.
+const SYN_TIMEOUT: SimDuration = SimDuration::from_secs(1);
+
+/// An outstanding SYN.
+#[derive(Clone, Copy, Debug)]
+struct SynSent {
+    /// Time of the last (re)transmission: the SYN-ACK's RTT sample starts here
+    /// (Linux has the timestamp echo of the last SYN).
+    sent: SimTime,
+    deadline: SimTime,
+    tries: u32,
 }
 
 /// The sending half of a TCP flow.
@@ -259,6 +276,8 @@ pub(crate) struct TcpSender {
     /// F-RTO step 2b: this ACK sends new data instead of retransmissions.
     frto_send_new: bool,
     pub(crate) spurious_undos: u64,
+    /// The handshake in progress (data waits for the SYN-ACK).
+    syn: Option<SynSent>,
     pub(crate) cc: Box<dyn CongestionControl>,
     pub(crate) rtt: RttEstimator,
     pub(crate) rto_deadline: SimTime,
@@ -307,6 +326,7 @@ impl TcpSender {
             frto: false,
             frto_send_new: false,
             spurious_undos: 0,
+            syn: None,
             cc,
             rtt: RttEstimator::new(),
             rto_deadline: SimTime::MAX,
@@ -444,7 +464,7 @@ impl TcpSender {
     #[inline]
     pub(crate) fn next_wakeup(&self) -> SimTime {
         if !self.started {
-            return self.cfg.start;
+            return self.syn.map_or(self.cfg.start, |s| s.deadline);
         }
         self.rto_deadline.min(self.pace_wake).min(self.rack.reo_deadline).min(self.rack.tlp_deadline)
     }
@@ -457,6 +477,10 @@ impl TcpSender {
     pub(crate) fn on_timer(&mut self, now: SimTime, out: &mut Vec<Pkt>) {
         if !self.started {
             if now < self.cfg.start {
+                return;
+            }
+            if self.cfg.handshake {
+                self.send_syn(now, out);
                 return;
             }
             self.started = true;
@@ -772,7 +796,19 @@ impl TcpSender {
     /// Process an ACK arriving at `now`.
     pub(crate) fn on_ack(&mut self, now: SimTime, ack: &Ack, out: &mut Vec<Pkt>) {
         if !self.started {
+            if let (true, Some(syn)) = (ack.syn, self.syn) {
+                // Established: the SYN's round trip is the first RTT sample (as
+                // Linux, with timestamps, even after a SYN retransmission).
+                self.rtt.sample(now.saturating_since(syn.sent));
+                self.syn = None;
+                self.started = true;
+                self.pace_next = now;
+                self.try_send(now, out);
+            }
             return;
+        }
+        if ack.syn {
+            return; // a SYN-ACK for a retransmitted SYN
         }
         let prior_in_flight = self.pipe_bytes();
         let prior_sacked = self.sacked_segs();
@@ -1070,6 +1106,23 @@ impl TcpSender {
         if matches!(self.state, CaState::Recovery | CaState::Loss) {
             self.state = CaState::Open;
         }
+    }
+
+    /// Send (or resend, when its timer expired) the SYN (RFC 9293 §3.5; RFC 6298
+    /// (5.5) backoff from 1 s, as Linux).
+    fn send_syn(&mut self, now: SimTime, out: &mut Vec<Pkt>) {
+        let tries = match self.syn {
+            None => 0,
+            Some(s) if now >= s.deadline => s.tries + 1,
+            Some(_) => return,
+        };
+        let timeout = SimDuration::from_nanos(SYN_TIMEOUT.as_nanos() << tries.min(6));
+        self.syn = Some(SynSent { sent: now, deadline: now + timeout, tries });
+        let mut p = self.packet(0, PF_SYN);
+        p.len = 0;
+        p.meta.bytes = SYN_BYTES;
+        p.meta.ecn_capable = false;
+        out.push(p);
     }
 
     /// Enter fast recovery (RFC 6675 §5, Linux `tcp_enter_recovery`).
@@ -1456,6 +1509,7 @@ mod tests {
             rack: true,
             tlp: true,
             frto: true,
+            handshake: false,
         };
         TcpSender::new(cfg, Box::new(Halving { mss: MSS as u64, cwnd, ssthresh: u64::MAX, prior: None }), 64)
     }
@@ -1619,6 +1673,7 @@ mod tests {
             rack: true,
             tlp: true,
             frto: true,
+            handshake: false,
         };
         let mut s = TcpSender::new(cfg, Box::new(Halving { mss: MSS as u64, cwnd: 20, ssthresh: u64::MAX, prior: None }), 16);
         let mut out = Vec::new();
@@ -1716,6 +1771,27 @@ mod tests {
     }
 
     #[test]
+    fn the_handshake_comes_first_and_gives_the_first_rtt_sample() {
+        // RFC 9293 §3.5 and RFC 6298 (2.1)/(5.5): a SYN at the start, resent after
+        // 1 s and then 2 s without an answer; data only after the SYN-ACK, whose
+        // round trip from the last SYN is the first RTT sample (SRTT = R).
+        let mut s = sender(10, true, false);
+        s.cfg.handshake = true;
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].flags, out[0].len, out[0].meta.bytes), (PF_SYN, 0, 60));
+        out.clear();
+        assert_eq!(s.next_wakeup(), SimTime::from_secs(1));
+        s.on_timer(SimTime::from_secs(1), &mut out);
+        assert_eq!(out.drain(..).filter(|p| p.flags == PF_SYN).count(), 1, "SYN resent");
+        assert_eq!(s.next_wakeup(), SimTime::from_secs(3));
+        s.on_ack(SimTime::from_millis(1050), &Ack { syn: true, ..Ack::default() }, &mut out);
+        assert_eq!(s.rtt.srtt(), SimDuration::from_millis(50));
+        assert_eq!(sent(&mut out), (0..10).map(|k| k.to_string()).collect::<Vec<_>>(), "the initial window");
+    }
+
+    #[test]
     fn pacing_spaces_full_segments_by_their_payload_at_the_pacing_rate() {
         // The pacing rate is a payload rate, as Linux's `sk_pacing_rate` (charged
         // with `skb->len` in `tcp_update_skb_after_send`): 1448 B at 11.584 Mb/s
@@ -1733,6 +1809,7 @@ mod tests {
             rack: true,
             tlp: true,
             frto: true,
+            handshake: false,
         };
         let mut snd = TcpSender::new(cfg, Box::new(FixedPace(Bandwidth::from_bps(11_584_000))), 16);
         let mut out = Vec::new();

@@ -404,7 +404,12 @@ impl TcpSender {
             return;
         }
         let mss = self.cfg.mss as u64;
-        let prior_cwnd = (prior_cwnd_bytes / mss).max(1);
+        // Linux divides by the cwnd before the reduction, RFC 6937 §3 by the
+        // flight (RecoverFS). They agree when the flight fits in cwnd; when it
+        // does not (NewReno cannot see which segments beyond a hole arrived, and
+        // a FlightSize-based ssthresh (RFC 5681 Eq. 4) may then exceed cwnd), the
+        // larger keeps PRR from sending faster than data is delivered.
+        let prior_cwnd = (prior_cwnd_bytes / mss).max(self.pipe()).max(1);
         let ssthresh = (self.cc.ssthresh() / mss).max(1);
         self.prr = Some(Prr { prior_cwnd, ssthresh, delivered: 0, out: 0, cwnd: prior_cwnd });
     }
@@ -1789,6 +1794,74 @@ mod tests {
         s.on_ack(SimTime::from_millis(1050), &Ack { syn: true, ..Ack::default() }, &mut out);
         assert_eq!(s.rtt.srtt(), SimDuration::from_millis(50));
         assert_eq!(sent(&mut out), (0..10).map(|k| k.to_string()).collect::<Vec<_>>(), "the initial window");
+    }
+
+    /// A controller whose window the test sets from outside, with ssthresh =
+    /// FlightSize / 2 (RFC 5681 Eq. 4) on a congestion event.
+    #[derive(Debug)]
+    struct Scripted {
+        cwnd: std::rc::Rc<std::cell::Cell<u64>>,
+        ssthresh: u64,
+    }
+
+    impl CongestionControl for Scripted {
+        fn name(&self) -> &'static str {
+            "scripted"
+        }
+        fn cwnd(&self) -> u64 {
+            self.cwnd.get()
+        }
+        fn ssthresh(&self) -> u64 {
+            self.ssthresh
+        }
+        fn on_ack(&mut self, _ack: &AckSample) {}
+        fn on_congestion_event(&mut self, ev: &CongestionEvent) {
+            self.ssthresh = ev.in_flight / 2;
+            self.cwnd.set(self.ssthresh);
+        }
+        fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {}
+    }
+
+    #[test]
+    fn prr_never_outpaces_delivery_when_the_flight_exceeds_cwnd() {
+        // 20 segments out, then the controller's cwnd drops to 4 while they are
+        // in flight (as after a NewReno recovery that could not see which
+        // segments arrived), and its ssthresh is FlightSize/2. Segment 0 is lost;
+        // SACKs of 1..3 start recovery with pipe 16: ssthresh = 16/2 = 8 > cwnd 4.
+        // With Linux's prior_cwnd (4) as the divisor PRR would send 8/4 = 2
+        // segments per delivered one; with RFC 6937's RecoverFS (the flight, 16)
+        // it sends CEIL(8·k/16) after k ACKs while the pipe is above ssthresh:
+        // after the 13 ACKs of SACKs 3..15, CEIL(104/16) = 7, fewer than delivered.
+        let cwnd = std::rc::Rc::new(std::cell::Cell::new(20 * MSS as u64));
+        let cfg = SenderConfig {
+            flow: 0,
+            mss: MSS,
+            ecn: false,
+            sack: true,
+            total_segs: u64::MAX,
+            last_seg_len: MSS,
+            start: SimTime::ZERO,
+            stop: SimTime::MAX,
+            rwnd_segs: u64::MAX,
+            rack: true,
+            tlp: false,
+            frto: true,
+            handshake: false,
+        };
+        let mut s = TcpSender::new(cfg, Box::new(Scripted { cwnd: cwnd.clone(), ssthresh: u64::MAX }), 64);
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        out.clear();
+        cwnd.set(4 * MSS as u64);
+        let mut total = 0;
+        for seg in 1..16u64 {
+            s.on_ack(SimTime::from_millis(100 + seg), &ack(0, &[(1, seg + 1)]), &mut out);
+            total += out.drain(..).count();
+            if seg == 3 {
+                assert_eq!(s.prr.map(|p| (p.prior_cwnd, p.ssthresh)), Some((16, 8)));
+            }
+        }
+        assert_eq!(total, 7);
     }
 
     #[test]

@@ -10,11 +10,21 @@
 //! the same 52-byte overhead so that a CCID2 flow and a TCP flow with the same
 //! `mss` put identical packets on the wire (RFC 4340 §5.1's generic header with
 //! 48-bit sequence numbers is 16 bytes; the rest stands in for options).
+//! Links serialise each packet in an Ethernet frame, [`LINK_FRAMING_BYTES`] more
+//! (1514 bytes for a full segment); queue disciplines count the IP packet.
 
 use aqm::{Packet, PacketMeta};
 
-/// Header bytes added to the payload on the wire (see module docs).
+/// Header bytes added to the payload in the IP packet (see module docs): what
+/// queue disciplines count (`PacketMeta::bytes`).
 pub const HEADER_BYTES: u32 = 52;
+
+/// Link-layer framing serialised on every link on top of the IP packet: the
+/// 14-byte Ethernet header (no preamble, inter-frame gap or FCS), so a full
+/// 1500-byte packet takes 1514 bytes of link time. That is what Linux's
+/// shapers charge (htb/tbf/netem see `skb->len` with the MAC header) and what
+/// fairlab's live link emulator serialises (`linkem`, the whole frame).
+pub const LINK_FRAMING_BYTES: u32 = 14;
 
 /// Flag: ECN Congestion Experienced (RFC 3168 §5).
 pub(crate) const PF_CE: u8 = 1;
@@ -22,6 +32,12 @@ pub(crate) const PF_CE: u8 = 1;
 pub(crate) const PF_CWR: u8 = 2;
 /// Flag: this is a retransmission (for statistics; receivers ignore it).
 pub(crate) const PF_RETX: u8 = 4;
+/// Flag: a TCP SYN (RFC 9293 §3.5), no payload.
+pub(crate) const PF_SYN: u8 = 8;
+
+/// IP bytes of a SYN: 20 IP + 20 TCP + 20 of options (MSS, SACK-permitted,
+/// timestamps, window scale, as Linux sends them).
+pub(crate) const SYN_BYTES: u32 = 60;
 
 /// A data packet (TCP segment or DCCP-Data datagram).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +83,11 @@ pub(crate) struct Ack {
     pub nblocks: u8,
     /// TCP ECE (RFC 3168 §6.1.3).
     pub ece: bool,
+    /// TCP: this is the SYN-ACK answering the sender's SYN.
+    pub syn: bool,
+    /// TCP D-SACK (RFC 2883 §4): this ACK reports that segment `dsack` arrived
+    /// more than once (the first SACK block of a real ACK; kept apart here).
+    pub dsack: Option<u64>,
     /// DCCP Ack Vector, compressed: bit k set ⇔ packet `cum - 1 - k` was received
     /// (RFC 4340 §11.4; the receiver forces an Ack before a packet would fall out
     /// of this 128-packet window unreported).

@@ -39,7 +39,7 @@ use crate::dccp::{DccpConfig, DccpFlow};
 use crate::error::SimError;
 use crate::event::{EvKind, EventQueue};
 use crate::output::{BottleneckSamples, FlowSamples, FlowState, FlowTotals, RunOutput, RunTotals};
-use crate::packet::{Ack, Pkt, HEADER_BYTES};
+use crate::packet::{Ack, Pkt, HEADER_BYTES, LINK_FRAMING_BYTES};
 use crate::spec::{BufferSpec, ScenarioSpec, CCID2};
 use crate::tcp::{TcpConfig, TcpFlow};
 
@@ -403,7 +403,11 @@ impl Sim {
                         rwnd_bytes: f.rwnd_bytes,
                         delayed_ack: f.delayed_ack,
                         delack_timeout: delack,
+                        base_rtt: SimDuration::from_nanos(f.rtt_ns),
                         ring_hint,
+                        rack: f.rack,
+                        tlp: f.tlp,
+                        frto: f.frto,
                     },
                     ctl,
                 ))
@@ -423,7 +427,7 @@ impl Sim {
                 q: VecDeque::with_capacity(ring_hint / 2),
                 free: 0,
                 host_ready: 0,
-                tx_full: access_rate.tx_time(full_wire as u64).as_nanos(),
+                tx_full: access_rate.tx_time((full_wire + LINK_FRAMING_BYTES) as u64).as_nanos(),
                 full_wire,
             });
             timer_armed.push(start);
@@ -558,10 +562,12 @@ impl Sim {
         }
     }
 
+    /// Bottleneck serialisation time of an IP packet of `bytes`, in its
+    /// Ethernet frame.
     #[inline]
     fn bneck_tx(&mut self, bytes: u32) -> u64 {
         if self.tx_cache.0 != bytes {
-            self.tx_cache = (bytes, self.link_rate.tx_time(bytes as u64).as_nanos());
+            self.tx_cache = (bytes, self.link_rate.tx_time((bytes + LINK_FRAMING_BYTES) as u64).as_nanos());
         }
         self.tx_cache.1
     }
@@ -730,7 +736,7 @@ impl Sim {
             let tx = if p.meta.bytes == link.full_wire {
                 link.tx_full
             } else {
-                self.access_rate.tx_time(p.meta.bytes as u64).as_nanos()
+                self.access_rate.tx_time((p.meta.bytes + LINK_FRAMING_BYTES) as u64).as_nanos()
             };
             let depart = ready.max(link.free) + tx;
             link.free = depart;

@@ -129,6 +129,16 @@ pub struct FlowSpec {
     /// Initial window in segments (RFC 6928: 10).
     #[serde(default = "default_iw")]
     pub initial_cwnd: u64,
+    /// RACK-TLP loss detection (RFC 8985) when SACK is on, as Linux's default
+    /// (`net.ipv4.tcp_recovery` = 1); false = RFC 6675 DupThresh marking.
+    #[serde(default = "default_true")]
+    pub rack: bool,
+    /// Tail loss probes (RFC 8985 §7), Linux `net.ipv4.tcp_early_retrans` = 3.
+    #[serde(default = "default_true")]
+    pub tlp: bool,
+    /// F-RTO spurious-timeout detection (RFC 5682), Linux `net.ipv4.tcp_frto`.
+    #[serde(default = "default_true")]
+    pub frto: bool,
 }
 
 fn default_mss() -> u32 {

@@ -154,3 +154,4 @@ fn veno_keeps_more_of_a_lossy_link_than_reno() {
     eprintln!("veno {:.0}, reno {:.0}", g[0], g[1]);
     assert!(g[0] > 1.2 * g[1], "veno {:.0} vs reno {:.0}", g[0], g[1]);
 }
+

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{bdp_packets, dumbbell, flow, go, mean, mean_goodput, S};
+use common::{bdp_packets, dumbbell, flow, go, mean, mean_goodput, payload_capacity, S};
 use netsim::{RunOutput, ScenarioSpec};
 
 /// Mean bottleneck queue (packets) over samples with `lo < t ≤ hi` seconds.
@@ -39,7 +39,7 @@ fn bbr_keeps_the_queue_far_below_a_5_bdp_buffer_while_reno_fills_it() {
     assert!(qr > 2.0 * bdp, "Reno mean queue {qr:.1} pkts, BDP {bdp:.0}");
     // And BBR still fills the link.
     let g = mean_goodput(&bbr, 0, 5, 20);
-    assert!(g > 0.9 * rate as f64 * 1448.0 / 1500.0, "BBR goodput {g:.0}");
+    assert!(g > 0.9 * payload_capacity(rate, 1448), "BBR goodput {g:.0}");
 }
 
 #[test]
@@ -54,7 +54,7 @@ fn vegas_keeps_a_small_standing_queue() {
     eprintln!("vegas mean queue {q:.2} pkts, goodput {:.0}", mean_goodput(&out, 0, 25, 40));
     assert!((1.0..=6.0).contains(&q), "Vegas mean queue {q:.2} pkts (BDP {bdp:.0})");
     let g = mean_goodput(&out, 0, 25, 40);
-    assert!(g > 0.85 * rate as f64 * 1448.0 / 1500.0, "Vegas goodput {g:.0}");
+    assert!(g > 0.85 * payload_capacity(rate, 1448), "Vegas goodput {g:.0}");
 }
 
 #[test]
@@ -70,7 +70,7 @@ fn tcp_lp_yields_to_a_reno_flow() {
     // TCP leaves. Against a buffer-filling Reno flow its share must be small,
     // while the two together still fill the link.
     assert!(lp < 0.15 * (reno + lp), "LP {lp:.0} vs Reno {reno:.0}");
-    assert!(reno + lp > 0.85 * rate as f64 * 1448.0 / 1500.0, "total {:.0}", reno + lp);
+    assert!(reno + lp > 0.85 * payload_capacity(rate, 1448), "total {:.0}", reno + lp);
 }
 
 #[test]

@@ -122,10 +122,17 @@ fn ecn_flow_through_red_is_marked_instead_of_dropped() {
     let b = &out.bottleneck;
     let late = |col: &Vec<u64>| (0..b.t_ns.len()).filter(|&k| b.t_ns[k] > 10 * S).map(|k| col[k]).sum::<u64>();
     let (drops, marks) = (late(&b.drops), late(&b.marks));
-    eprintln!("after 10 s: drops {drops}, marks {marks}; retransmits {}", t.flows[0].retransmits);
+    eprintln!("after 10 s: drops {drops}, marks {marks}; retransmits {}; {:?}", t.flows[0].retransmits, t.flows[0]);
     assert!(marks > 10 && drops * 10 < marks, "drops {drops} vs marks {marks}");
+    // Not a loss-free ideal either: with PRR (RFC 6937) the sender keeps sending
+    // through the CWR round, so RED's slow average (w_q 0.002) can still be above
+    // min_th when the round ends and a second ECE episode follows, as with
+    // Linux's CWR. Worst case per cycle, two halvings: from W ≈ BDP + min_th =
+    // 228 packets down to W/4 = 57, +1 per RTT back to the BDP (208) at a rate
+    // of w/BDP, then 20 RTTs at full rate: mean utilisation
+    // ((57 + 208)/2 · 151 + 208 · 20) / (171 · 208) = 0.68.
     let g = mean_goodput(&out, 0, 10, 60);
-    assert!(g > 0.8 * payload_capacity(rate, 1448), "goodput {g}");
+    assert!(g > 0.65 * payload_capacity(rate, 1448), "goodput {g}");
 }
 
 #[test]
@@ -197,3 +204,4 @@ fn every_registered_controller_runs_conserves_bytes_and_uses_the_link() {
         assert!(total > 0.7 * payload_capacity(rate, 1448), "{}: link use {:.2} Mb/s", e.name, total / 1e6);
     }
 }
+

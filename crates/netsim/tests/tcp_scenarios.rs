@@ -202,3 +202,55 @@ fn paced_bbr_flow_fills_the_link_with_a_shallow_buffer_where_reno_cannot() {
     assert!((reno - model).abs() <= 0.05, "Reno utilisation {reno:.3}, sawtooth model {model:.3}");
     assert!(bbr >= reno + 0.05, "BBR {bbr:.3} should clearly beat Reno {reno:.3} in a shallow buffer");
 }
+
+#[test]
+fn rack_tlp_repairs_lost_retransmissions_that_dupthresh_leaves_to_the_rto() {
+    // A Reno flow on a 10 Mb/s, 50 ms path with 3 % random loss: about 3 % of
+    // the retransmissions are lost as well. RFC 6675's DupThresh marking never
+    // re-marks a retransmission, so each lost one waits for the RTO (RFC 8985
+    // §2.2); RACK marks it lost one RTT after a segment sent later is delivered,
+    // and the tail probe covers lost tails. Timeouts remain possible with RACK-TLP
+    // (a whole small window lost), but must be far fewer.
+    let rate = 10_000_000;
+    let run = |rack: bool| {
+        (1..=3)
+            .map(|seed| {
+                let mut s = dumbbell(rate, bdp_packets(rate, 50, 1.0), 60);
+                s.seed = seed;
+                s.bottleneck.loss_rate = 0.03;
+                let mut f = flow("reno", 50, 0);
+                f.rack = rack;
+                f.tlp = rack;
+                s.flows.push(f);
+                let out = go(&s);
+                (out.totals.flows[0].rtos, out.totals.flows[0].retransmits)
+            })
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    };
+    let (dupthresh, rack) = (run(false), run(true));
+    eprintln!("(RTOs, retransmits): DupThresh {dupthresh:?}, RACK-TLP {rack:?}");
+    // Expected lost retransmissions with DupThresh: 3 % of the retransmissions.
+    assert!(dupthresh.0 as f64 >= 0.5 * 0.03 * dupthresh.1 as f64, "{dupthresh:?}");
+    assert!(rack.0 * 3 < dupthresh.0, "RACK-TLP {rack:?} vs DupThresh {dupthresh:?}");
+}
+
+#[test]
+fn a_short_transfer_takes_the_handshake_round_trip_first() {
+    // 10 segments (14,480 B) on an idle 10 Mb/s path with 50 ms of propagation
+    // (access links 100 Mb/s): one round trip for SYN / SYN-ACK, then the
+    // initial window of 10 in one flight, each segment ACKed at once (quick-ACK
+    // mode). Hand derivation, in ms: SYN (60 B + 14 B Ethernet) on the access
+    // link 0.00592 and the bottleneck 0.0592, 25 there and 25 back; the first
+    // data frame (1514 B) 0.12112 on the access link, then 10 × 1.2112 on the
+    // bottleneck (the others queue behind it), 25 to the receiver and the last
+    // ACK 25 back: 50 + 0.00592 + 0.0592 + 0.12112 + 12.112 + 50 = 112.298.
+    let rate = 10_000_000;
+    let mut s = dumbbell(rate, 100, 2);
+    let mut f = flow("reno", 50, 0);
+    f.bytes = Some(10 * 1448);
+    s.flows.push(f);
+    let out = go(&s);
+    let fct = out.totals.flows[0].completed_ns.expect("completes") as f64 / 1e6;
+    eprintln!("FCT {fct:.3} ms");
+    assert!((fct - 112.298).abs() < 0.002, "FCT {fct:.4} ms");
+}

@@ -116,7 +116,8 @@ pub trait CongestionControl: std::fmt::Debug {
     fn on_ack(&mut self, ack: &AckSample);
 
     /// A new loss or ECN episode began: reduce ssthresh and cwnd (the Linux
-    /// `ssthresh` op plus RFC 6675's `cwnd = ssthresh` on entering recovery).
+    /// `ssthresh` op; cwnd = ssthresh is the window once the episode ends — until
+    /// then the sender paces the reduction by PRR, see `sets_recovery_window`).
     fn on_congestion_event(&mut self, ev: &CongestionEvent);
 
     /// Fast recovery ended (RFC 6675 §5: the recovery point was acknowledged).
@@ -134,6 +135,14 @@ pub trait CongestionControl: std::fmt::Debug {
     /// The connection was idle for longer than an RTO (RFC 5681 §4.1 / RFC 7661).
     /// Default: nothing.
     fn on_idle_restart(&mut self, _now: SimTime) {}
+
+    /// This controller sets its own window during CWR and fast recovery (Linux
+    /// `cong_control`, as BBR). Default false: the sender reduces the window by
+    /// Proportional Rate Reduction (RFC 6937) from the controller's cwnd to its
+    /// ssthresh, and the controller's window applies again when recovery ends.
+    fn sets_recovery_window(&self) -> bool {
+        false
+    }
 
     /// A data packet of `bytes` was sent (BBR and Vegas-like controllers count them).
     fn on_packet_sent(&mut self, _now: SimTime, _bytes: u64, _in_flight: u64) {}

@@ -9,7 +9,7 @@ pub use sender::CaState;
 use netunits::{SimDuration, SimTime};
 
 use crate::cc::CongestionControl;
-use crate::packet::{Ack, Pkt};
+use crate::packet::{Ack, Pkt, PF_SYN};
 
 /// One TCP flow: both ends. `repr(C)` with the receiver first: the simulator
 /// keeps each flow on its own cache lines, and this way the receiver's hot fields
@@ -33,8 +33,17 @@ pub(crate) struct TcpConfig {
     pub stop: SimTime,
     pub rwnd_bytes: Option<u64>,
     pub delayed_ack: bool,
+    /// Minimum delayed-ACK timeout (Linux `TCP_ATO_MIN`).
     pub delack_timeout: SimDuration,
+    /// The path's base RTT: what the receiver measured on the handshake.
+    pub base_rtt: SimDuration,
     pub ring_hint: usize,
+    /// Linux `tcp_recovery` bit 0: RACK loss detection.
+    pub rack: bool,
+    /// Linux `tcp_early_retrans` = 3: tail loss probes.
+    pub tlp: bool,
+    /// Linux `tcp_frto`: F-RTO.
+    pub frto: bool,
 }
 
 impl TcpFlow {
@@ -56,11 +65,25 @@ impl TcpFlow {
                 start: c.start,
                 stop: c.stop,
                 rwnd_segs,
+                rack: c.rack,
+                tlp: c.tlp,
+                frto: c.frto,
+                handshake: true,
             },
             cc,
             c.ring_hint,
         );
-        let rcv = receiver::TcpReceiver::new(mss, total_segs, last_len, c.sack, c.ecn, c.delayed_ack, c.delack_timeout);
+        let rcv = receiver::TcpReceiver::new(
+            mss,
+            total_segs,
+            last_len,
+            c.sack,
+            c.ecn,
+            c.delayed_ack,
+            c.delack_timeout,
+            c.base_rtt,
+            c.rwnd_bytes,
+        );
         TcpFlow { snd, rcv }
     }
 
@@ -71,6 +94,11 @@ impl TcpFlow {
 
     #[inline]
     pub fn on_data(&mut self, now: SimTime, pkt: &Pkt) -> Option<Ack> {
+        if pkt.flags & PF_SYN != 0 {
+            // RFC 9293 §3.5: the listener answers every SYN (a retransmitted one
+            // too) with a SYN-ACK at once.
+            return Some(Ack { syn: true, ..Ack::default() });
+        }
         self.rcv.on_data(now, pkt)
     }
 

@@ -1,5 +1,21 @@
-//! TCP receiver: cumulative ACK, SACK blocks (RFC 2018), delayed ACKs
-//! (RFC 5681 §4.2, RFC 1122 §4.2.3.2) and the ECN echo (RFC 3168 §6.1.3).
+//! TCP receiver: cumulative ACK, SACK blocks (RFC 2018), D-SACK (RFC 2883),
+//! delayed ACKs (RFC 5681 §4.2, RFC 1122 §4.2.3.2) with Linux's quick-ACK mode and
+//! adaptive delayed-ACK timeout, and the ECN echo (RFC 3168 §6.1.3).
+//!
+//! Delayed ACKs as Linux (`tcp_event_data_recv`, `__tcp_ack_snd_check`,
+//! `tcp_send_delayed_ack`, `tcp_delack_timer_handler`):
+//! - quick-ACK mode: the first data segment, an in-order arrival after a gap
+//!   longer than the receiver's RTO, and a duplicate segment allow up to 16
+//!   immediate ACKs (`TCP_MAX_QUICKACKS`, bounded by rwnd / 2 MSS); a CE mark
+//!   (the first one until CWR) and a not-ECN-capable segment after ECN-capable ones
+//!   (a retransmission) allow 2; each ACK of new data uses one;
+//! - otherwise every second full segment is ACKed at once, a lone one after
+//!   `ato`: `ato` starts at the configured minimum (40 ms, `TCP_ATO_MIN`), follows
+//!   the inter-arrival time (halved plus the gap, or towards the minimum for gaps
+//!   up to half of it), doubles when the timer fires, and is capped by the
+//!   receiver's RTO; the timer itself is at most max(SRTT, ato_min) once ato
+//!   exceeds the minimum (the receiver's SRTT being the handshake RTT, the path's
+//!   base RTT here).
 //!
 //! Sequence numbers are segment indices (byte = index × MSS); the application
 //! reads in-order data immediately, so the advertised window never shrinks and is
@@ -10,6 +26,14 @@ use std::collections::VecDeque;
 use netunits::{SimDuration, SimTime};
 
 use crate::packet::{Ack, Pkt, MAX_SACK_BLOCKS, PF_CE, PF_CWR};
+
+/// Linux `TCP_MAX_QUICKACKS`.
+const MAX_QUICKACKS: u8 = 16;
+/// Linux `TCP_DELACK_MAX`, 200 ms: no delayed ACK waits longer.
+const MAX_ATO_NS: u64 = 200_000_000;
+/// The window a Linux receiver advertises first with the default `tcp_rmem`
+/// (131072 B buffer, half of it for data), bytes.
+const LINUX_INITIAL_RWND: u64 = 65_535;
 
 /// One out-of-order range `[start, end)`.
 #[derive(Clone, Copy, Debug)]
@@ -44,8 +68,23 @@ pub(crate) struct TcpReceiver {
     delayed_ack: bool,
     /// RFC 3168 §6.1.3: set ECE on every ACK from a CE arrival until a CWR arrives.
     ece: bool,
+    /// Immediate ACKs left in quick-ACK mode (Linux `icsk_ack.quick`).
+    quick: u8,
+    /// Not-ECT segments after ECT ones are retransmissions (Linux `TCP_ECN_SEEN`).
+    ecn_seen: bool,
+    /// A CWR arrived on this segment: ACK at once (Linux `tcp_ecn_accept_cwr`).
+    ack_now: bool,
     // second line
     mss: u64,
+    /// Adaptive delayed-ACK timeout (Linux `icsk_ack.ato`), ns; 0 before data.
+    ato: u64,
+    /// Arrival time of the last in-order data segment (Linux `lrcvtime`).
+    lrcv: SimTime,
+    /// The receiver's RTO and SRTT, from the handshake RTT (base RTT).
+    rto: u64,
+    srtt: u64,
+    /// Largest receive window, bytes (quick-ACK budget = rwnd / 2 MSS).
+    rwnd: u64,
     total_segs: u64,
     delack_timeout: SimDuration,
     last_seg_len: u64,
@@ -57,8 +96,33 @@ pub(crate) struct TcpReceiver {
 }
 
 impl TcpReceiver {
-    pub fn new(mss: u64, total_segs: u64, last_seg_len: u64, sack: bool, ecn: bool, delayed_ack: bool, delack_timeout: SimDuration) -> Self {
+    /// `base_rtt` stands for the RTT the receiver measured on the handshake;
+    /// `rwnd` for its advertised window (Linux's initial 64 KB when unset).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        mss: u64,
+        total_segs: u64,
+        last_seg_len: u64,
+        sack: bool,
+        ecn: bool,
+        delayed_ack: bool,
+        delack_timeout: SimDuration,
+        base_rtt: SimDuration,
+        rwnd: Option<u64>,
+    ) -> Self {
+        let srtt = base_rtt.as_nanos();
+        // RFC 6298 (2.2)–(2.4) after one sample R: SRTT = R, RTTVAR = R/2,
+        // RTO = R + max(4·R/2, 200 ms) (Linux floors the variance term).
+        let rto = srtt + (2 * srtt).max(crate::rtt::MIN_RTO.as_nanos());
         TcpReceiver {
+            quick: 0,
+            ecn_seen: false,
+            ack_now: false,
+            ato: 0,
+            lrcv: SimTime::ZERO,
+            rto,
+            srtt,
+            rwnd: rwnd.unwrap_or(LINUX_INITIAL_RWND),
             mss,
             total_segs,
             last_seg_len,
@@ -93,6 +157,47 @@ impl TcpReceiver {
         }
     }
 
+    /// Linux `tcp_incr_quickack`: allow up to `max` immediate ACKs.
+    #[inline]
+    fn incr_quickack(&mut self, max: u8) {
+        let by_window = (self.rwnd / (2 * self.mss)).max(2).min(max as u64) as u8;
+        self.quick = self.quick.max(by_window);
+    }
+
+    /// Linux `tcp_enter_quickack_mode`.
+    #[inline]
+    fn enter_quickack(&mut self, max: u8) {
+        self.incr_quickack(max);
+        self.ato = self.ato_min();
+    }
+
+    #[inline]
+    fn ato_min(&self) -> u64 {
+        self.delack_timeout.as_nanos()
+    }
+
+    /// Linux `tcp_event_data_recv`: the delayed-ACK engine learns the arrival
+    /// pattern from in-order data.
+    #[inline]
+    fn data_recv_timing(&mut self, now: SimTime) {
+        let min = self.ato_min();
+        if self.ato == 0 {
+            self.incr_quickack(MAX_QUICKACKS);
+            self.ato = min;
+        } else {
+            let m = now.saturating_since(self.lrcv).as_nanos();
+            if m <= min / 2 {
+                self.ato = self.ato / 2 + min / 2;
+            } else if m < self.ato {
+                self.ato = (self.ato / 2 + m).min(self.rto);
+            } else if m > self.rto {
+                // A long silence: the sender restarts from a small window.
+                self.incr_quickack(MAX_QUICKACKS);
+            }
+        }
+        self.lrcv = now;
+    }
+
     /// A data segment arrived; returns the ACK to send now, if any.
     #[inline]
     pub fn on_data(&mut self, now: SimTime, pkt: &Pkt) -> Option<Ack> {
@@ -100,9 +205,21 @@ impl TcpReceiver {
             // RFC 3168 §6.1.3: CWR ends the echo; a CE on the same packet restarts it.
             if pkt.flags & PF_CWR != 0 {
                 self.ece = false;
+                // The sender has just reduced, perhaps to one segment: ACK now.
+                self.ack_now = true;
             }
             if pkt.flags & PF_CE != 0 {
+                if !self.ece {
+                    // Linux: do not delay ACKs while the sender may be at a tiny window.
+                    self.enter_quickack(2);
+                }
                 self.ece = true;
+                self.ecn_seen = true;
+            } else if pkt.meta.ecn_capable {
+                self.ecn_seen = true;
+            } else if self.ecn_seen {
+                // Not ECN-capable after ECN-capable segments: a retransmission.
+                self.enter_quickack(2);
             }
         }
         let s = pkt.seq;
@@ -122,6 +239,7 @@ impl TcpReceiver {
             }
             let newly = self.bytes_of(s, self.rcv_nxt);
             self.app_bytes += newly;
+            self.data_recv_timing(now);
             if filled_gap || !self.ooo.is_empty() {
                 // RFC 5681 §4.2: ACK at once when a segment fills (part of) a gap.
                 return Some(self.make_ack(Some(s)));
@@ -129,26 +247,47 @@ impl TcpReceiver {
             self.unacked += 1;
             // RFC 5681 §4.2 / RFC 1122 §4.2.3.2: ACK at least every second
             // full-sized segment; otherwise within the delayed-ACK timeout.
-            if !self.delayed_ack || self.unacked >= 2 {
+            // Quick-ACK mode and a CWR ACK every segment (Linux).
+            if !self.delayed_ack || self.unacked >= 2 || self.quick > 0 || self.ack_now {
                 return Some(self.make_ack(None));
             }
-            if self.delack_deadline == SimTime::MAX {
-                self.delack_deadline = now + self.delack_timeout;
+            // Linux `tcp_send_delayed_ack`: past the minimum, the timeout is
+            // bounded by the RTT (what one more RTT of waiting costs the sender).
+            let mut ato = self.ato;
+            if ato > self.ato_min() {
+                ato = ato.min(self.srtt.max(self.ato_min())).min(MAX_ATO_NS);
             }
+            self.delack_deadline = self.delack_deadline.min(now + SimDuration::from_nanos(ato));
             None
         } else if s > self.rcv_nxt {
+            let dup = self.ooo.iter().any(|r| r.start <= s && s < r.end);
             self.insert_ooo(s);
             // RFC 5681 §4.2: an out-of-order segment is ACKed immediately (dupack).
-            Some(self.make_ack(Some(s)))
+            let mut ack = self.make_ack(Some(s));
+            if dup && self.sack {
+                // RFC 2883 §4 (2): a duplicate above the cumulative point is D-SACKed too.
+                ack.dsack = Some(s);
+            }
+            Some(ack)
         } else {
-            // Old duplicate (spurious retransmission): ACK at once (RFC 5681 §4.2).
-            Some(self.make_ack(None))
+            // Old duplicate (spurious retransmission): ACK at once (RFC 5681 §4.2)
+            // and report it in a D-SACK block (RFC 2883 §4 (1); Linux tcp_dsack_set);
+            // the sender's window may be tiny after a timeout: quick-ACK mode.
+            self.enter_quickack(MAX_QUICKACKS);
+            let mut ack = self.make_ack(None);
+            if self.sack {
+                ack.dsack = Some(s);
+            }
+            Some(ack)
         }
     }
 
     /// The delayed-ACK timer, if due.
     pub fn on_timer(&mut self, now: SimTime) -> Option<Ack> {
         if now >= self.delack_deadline {
+            // Linux `tcp_delack_timer_handler`: the timer fired, so the sender was
+            // waiting on us; wait less eagerly next time (ato doubles, up to RTO).
+            self.ato = (self.ato * 2).min(self.rto).max(self.ato_min());
             return Some(self.make_ack(None));
         }
         None
@@ -207,6 +346,15 @@ impl TcpReceiver {
     fn make_ack(&mut self, just_received: Option<u64>) -> Ack {
         self.unacked = 0;
         self.delack_deadline = SimTime::MAX;
+        self.ack_now = false;
+        // Linux `tcp_dec_quickack_mode`: one quick ACK used; leaving the mode
+        // resets ato to its minimum.
+        if self.quick > 0 {
+            self.quick -= 1;
+            if self.quick == 0 {
+                self.ato = self.ato_min();
+            }
+        }
         let mut ack = Ack { cum: self.rcv_nxt, ece: self.ece, ..Ack::default() };
         if self.sack && !self.ooo.is_empty() {
             // RFC 2018 §4: the first block holds the segment that triggered this ACK
@@ -230,20 +378,88 @@ mod tests {
         Pkt { meta: PacketMeta::default(), seq, len: 1000, flags: 0, aux: 0 }
     }
     fn rx(delayed: bool) -> TcpReceiver {
-        TcpReceiver::new(1000, u64::MAX, 1000, true, true, delayed, SimDuration::from_millis(40))
+        rx_rtt(delayed, 25)
+    }
+    fn rx_rtt(delayed: bool, rtt_ms: u64) -> TcpReceiver {
+        TcpReceiver::new(1000, u64::MAX, 1000, true, true, delayed, SimDuration::from_millis(40), SimDuration::from_millis(rtt_ms), None)
+    }
+
+    /// Feed in-order segments `from..to` at `t`; returns how many were ACKed at once.
+    fn feed(r: &mut TcpReceiver, from: u64, to: u64, t: SimTime) -> usize {
+        (from..to).filter(|&k| r.on_data(t, &seg(k)).is_some()).count()
     }
 
     #[test]
-    fn delayed_ack_every_second_segment_or_timer() {
+    fn quick_ack_mode_acks_the_first_16_segments_then_every_second() {
+        // Linux: the first data segment enters quick-ACK mode with
+        // min(rwnd / (2·MSS), 16) = min(65535 / 2000, 16) = 16 immediate ACKs.
         let mut r = rx(true);
         let t = SimTime::from_millis(1);
-        assert!(r.on_data(t, &seg(0)).is_none());
+        assert_eq!(feed(&mut r, 0, 16, t), 16);
+        // Then RFC 5681 §4.2's every second segment, a lone one on the timer.
+        assert!(r.on_data(t, &seg(16)).is_none());
         assert_eq!(r.delack_deadline, SimTime::from_millis(41));
-        assert_eq!(r.on_data(t, &seg(1)).unwrap().cum, 2);
-        assert!(r.on_data(t, &seg(2)).is_none());
+        assert_eq!(r.on_data(t, &seg(17)).unwrap().cum, 18);
+        assert!(r.on_data(t, &seg(18)).is_none());
         assert!(r.on_timer(SimTime::from_millis(40)).is_none());
-        assert_eq!(r.on_timer(SimTime::from_millis(41)).unwrap().cum, 3);
-        assert_eq!(r.app_bytes, 3000);
+        assert_eq!(r.on_timer(SimTime::from_millis(41)).unwrap().cum, 19);
+        assert_eq!(r.app_bytes, 19_000);
+    }
+
+    #[test]
+    fn the_delayed_ack_timeout_adapts_and_is_bounded_by_the_rtt() {
+        // Base RTT 100 ms: receiver RTO = 100 + max(2·100, 200) = 300 ms. After
+        // quick-ACK mode, lone segments 150 ms apart (m > ato, < RTO: ato kept).
+        // Each timer expiry doubles ato (40 → 80 → 160 → 300 cap) and the timer
+        // itself is min(ato, max(SRTT, 40 ms)) once ato > 40 ms: 40, 80, 100, 100.
+        let mut r = rx_rtt(true, 100);
+        let mut t = SimTime::from_millis(1);
+        feed(&mut r, 0, 16, t);
+        let mut waits = Vec::new();
+        for k in 16..20 {
+            t = t + SimDuration::from_millis(150);
+            assert!(r.on_data(t, &seg(k)).is_none());
+            waits.push(r.delack_deadline.saturating_since(t).as_nanos() / 1_000_000);
+            assert_eq!(r.on_timer(r.delack_deadline).unwrap().cum, k + 1);
+        }
+        assert_eq!(waits, [40, 80, 100, 100]);
+        // Back-to-back arrivals (gap ≤ ato_min/2) pull ato back towards 40 ms:
+        // ato = ato/2 + 20 ms.
+        let before = r.ato;
+        feed(&mut r, 20, 21, t + SimDuration::from_millis(1));
+        assert_eq!(r.ato, before / 2 + 20_000_000);
+    }
+
+    #[test]
+    fn ce_and_duplicates_re_enter_quick_ack_mode() {
+        let mut r = rx(true);
+        let t = SimTime::from_millis(1);
+        let ect = |k: u64| {
+            let mut p = seg(k);
+            p.meta.ecn_capable = true;
+            p
+        };
+        let feed_ect = |r: &mut TcpReceiver, from: u64, to: u64| (from..to).filter(|&k| r.on_data(t, &ect(k)).is_some()).count();
+        assert_eq!(feed_ect(&mut r, 0, 16), 16);
+        assert_eq!(feed_ect(&mut r, 16, 18), 1, "quick-ACK mode over: every second segment");
+        // A CE mark (the first one until CWR): two quick ACKs (Linux
+        // `tcp_enter_quickack_mode(sk, 2)`), then every second segment again.
+        let mut ce = ect(18);
+        ce.flags = PF_CE;
+        assert!(r.on_data(t, &ce).unwrap().ece);
+        assert!(r.on_data(t, &ect(19)).is_some());
+        assert_eq!(feed_ect(&mut r, 20, 22), 1);
+        // A not-ECN-capable segment after ECN-capable ones is a retransmission:
+        // two quick ACKs as well.
+        assert!(r.on_data(t, &seg(22)).is_some());
+        assert!(r.on_data(t, &ect(23)).is_some());
+        assert_eq!(feed_ect(&mut r, 24, 26), 1);
+        // A duplicate (a spurious retransmission) is D-SACKed and gives 16
+        // (one spent on the duplicate's own ACK).
+        let a = r.on_data(t, &ect(3)).unwrap();
+        assert_eq!((a.cum, a.dsack), (26, Some(3)));
+        assert_eq!(feed_ect(&mut r, 26, 41), 15);
+        assert_eq!(feed_ect(&mut r, 41, 43), 1);
     }
 
     #[test]

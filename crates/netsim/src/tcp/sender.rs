@@ -1,4 +1,4 @@
-//! TCP sender: SACK scoreboard with RFC 6675 loss recovery, NewReno (RFC 6582)
+//! TCP sender: SACK scoreboard with RFC 6675 loss recovery and RFC 6937 PRR, NewReno (RFC 6582)
 //! when SACK is off, RFC 6298 retransmission timer, RFC 3168 ECN reaction, pacing,
 //! and Linux `tcp_rate.c` delivery-rate samples for the controller.
 //!
@@ -16,6 +16,12 @@
 //! - The controller is told of ONE loss episode per window: entering fast recovery
 //!   (or CWR for ECN) calls `on_congestion_event` once and sets `recovery_point`;
 //!   nothing else reduces the window until `snd_una` passes it.
+//! - During the episode the sending window is not the controller's: Proportional
+//!   Rate Reduction (RFC 6937, as Linux `tcp_cwnd_reduction`) lets out
+//!   ssthresh/prior_cwnd of what each ACK delivers while the pipe is above
+//!   ssthresh, and refills up to ssthresh no faster than slow start below it
+//!   (PRR-SSRB). Controllers that set their own recovery window (BBR, Linux's
+//!   `cong_control`) opt out with `sets_recovery_window`.
 //! - Without SACK each dupack counts as one "SACKed" segment (as Linux
 //!   `tcp_add_reno_sack`), which is RFC 6582's window inflation.
 
@@ -26,11 +32,19 @@ use netunits::prefetch::prefetch;
 use netunits::{Bandwidth, SimDuration, SimTime};
 
 use crate::cc::{AckSample, CongestionControl, CongestionEvent, CongestionSignal, RateSample};
-use crate::packet::{Ack, Pkt, HEADER_BYTES, PF_CWR, PF_RETX};
+use crate::packet::{Ack, Pkt, HEADER_BYTES, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES};
 use crate::rtt::RttEstimator;
 
-/// RFC 6675 §2 / RFC 5681 §3.2: DupThresh.
+/// RFC 6675 §2 / RFC 5681 §3.2: DupThresh (Linux `tcp_reordering`, 3).
 const DUP_THRESH: u64 = 3;
+/// RFC 8985 §6.2 step 4: recoveries a widened reordering window persists for
+/// (Linux `TCP_RACK_RECOVERY_THRESH`).
+const REO_WND_PERSIST: u32 = 16;
+/// RFC 8985 §7.2: worst-case delayed-ACK time added to the PTO when a single
+/// segment is in flight (Linux adds its minimum RTO, 200 ms).
+const TLP_WC_DEL_ACK: SimDuration = SimDuration::from_millis(200);
+/// Linux `TCP_TIMEOUT_MIN` (2 jiffies at HZ = 1000), added to 2·SRTT otherwise.
+const TLP_TIMEOUT_MIN: SimDuration = SimDuration::from_millis(2);
 
 const SACKED: u8 = 1;
 const LOST: u8 = 2;
@@ -79,6 +93,23 @@ impl CaState {
     }
 }
 
+/// Proportional Rate Reduction state for one CWR or Recovery episode (RFC 6937
+/// §3, with Linux's `tcp_cwnd_reduction`), in segments.
+#[derive(Clone, Copy, Debug)]
+struct Prr {
+    /// cwnd when the episode began (Linux `prior_cwnd`; RFC 6937's RecoverFS).
+    prior_cwnd: u64,
+    /// The controller's ssthresh after its reduction: the window to converge to.
+    ssthresh: u64,
+    /// RFC 6937 prr_delivered: segments delivered (ACKed or SACKed) since the start.
+    delivered: u64,
+    /// RFC 6937 prr_out: segments sent (new or retransmitted) since the start.
+    out: u64,
+    /// The sending window the last ACK allowed: pipe + sndcnt (Linux sets
+    /// `snd_cwnd` to this).
+    cwnd: u64,
+}
+
 /// Accumulates the rate sample of one ACK (Linux `struct rate_sample`).
 #[derive(Clone, Copy, Debug, Default)]
 struct RateAcc {
@@ -89,6 +120,76 @@ struct RateAcc {
     send_interval: SimDuration,
     last_sent: SimTime,
     last_idx: u64,
+    /// This ACK's arrival time.
+    prior_time_now: SimTime,
+    /// One past the highest SACKed segment before this ACK.
+    prior_fack: u64,
+    /// RACK (RFC 8985 §6.2 step 2): the most recently sent segment this ACK
+    /// delivered unambiguously: (send time, index + 1).
+    rack: Option<(SimTime, u64)>,
+    /// A never-retransmitted segment below the highest SACKed one was delivered:
+    /// the path reordered (RFC 8985 §6.2 step 1, Linux `reord_seen`).
+    reordered: bool,
+    /// A never-retransmitted segment below the recovery point was delivered
+    /// (Linux `FLAG_ORIG_SACK_ACKED`): F-RTO's sign of a spurious timeout.
+    orig_delivered: bool,
+}
+
+/// RACK-TLP state (RFC 8985; Linux `tp->rack` and `tlp_high_seq`).
+#[derive(Clone, Copy, Debug)]
+struct Rack {
+    /// RACK.xmit_ts and RACK.end_seq: send time and end of the most recently sent
+    /// segment known delivered.
+    xmit: SimTime,
+    end: u64,
+    /// RACK.rtt: the RTT measured on that segment.
+    rtt: SimDuration,
+    /// RACK.xmit_ts moved on this ACK (the loss scan is only needed then).
+    advanced: bool,
+    /// Reordering observed on the connection.
+    reord_seen: bool,
+    /// RACK.reo_wnd_mult (RFC 8985 §6.2 step 4), Linux `reo_wnd_steps`.
+    reo_wnd_mult: u32,
+    /// RACK.reo_wnd_persist.
+    reo_wnd_persist: u32,
+    /// A D-SACK arrived and the window may widen on this ACK.
+    dsack_seen: bool,
+    /// `delivered` when the window last widened (one widening per round trip).
+    last_delivered: u64,
+    /// Reordering timer (RFC 8985 §6.2 step 5), `MAX` when not armed.
+    reo_deadline: SimTime,
+    /// Probe timeout (RFC 8985 §7.2), `MAX` when not armed.
+    tlp_deadline: SimTime,
+    /// TLPRxtOut/TLPHighSeq (RFC 8985 §7.4): `snd_nxt` when the outstanding
+    /// probe was sent, and whether that probe was a retransmission.
+    tlp_high_seq: Option<u64>,
+    tlp_retrans: bool,
+}
+
+impl Rack {
+    fn new() -> Self {
+        Rack {
+            xmit: SimTime::ZERO,
+            end: 0,
+            rtt: SimDuration::ZERO,
+            advanced: false,
+            reord_seen: false,
+            reo_wnd_mult: 1,
+            reo_wnd_persist: 0,
+            dsack_seen: false,
+            last_delivered: 0,
+            reo_deadline: SimTime::MAX,
+            tlp_deadline: SimTime::MAX,
+            tlp_high_seq: None,
+            tlp_retrans: false,
+        }
+    }
+
+    /// RFC 8985 §6.2's "sent after" order: by time, then by sequence.
+    #[inline]
+    fn sent_after(t1: SimTime, end1: u64, t2: SimTime, end2: u64) -> bool {
+        t1 > t2 || (t1 == t2 && end1 > end2)
+    }
 }
 
 /// Configuration of a sender.
@@ -103,6 +204,32 @@ pub(crate) struct SenderConfig {
     pub start: SimTime,
     pub stop: SimTime,
     pub rwnd_segs: u64,
+    /// RACK loss detection (RFC 8985 §6) instead of DupThresh; Linux
+    /// `net.ipv4.tcp_recovery` bit 0 (default on). Needs SACK.
+    pub rack: bool,
+    /// Tail loss probes (RFC 8985 §7); Linux `net.ipv4.tcp_early_retrans` = 3
+    /// (default). Needs SACK.
+    pub tlp: bool,
+    /// F-RTO spurious-timeout detection (RFC 5682 §3.1, SACK-enhanced); Linux
+    /// `net.ipv4.tcp_frto` = 2 (default). Needs SACK.
+    pub frto: bool,
+    /// Open the connection with a SYN / SYN-ACK exchange first (always, in
+    /// simulations; the sender's unit tests start established).
+    pub handshake: bool,
+}
+
+/// Linux `TCP_TIMEOUT_INIT`: the first SYN retransmission timeout, 1 s
+/// (RFC 6298 (2.1)), doubled on each retry.
+const SYN_TIMEOUT: SimDuration = SimDuration::from_secs(1);
+
+/// An outstanding SYN.
+#[derive(Clone, Copy, Debug)]
+struct SynSent {
+    /// Time of the last (re)transmission: the SYN-ACK's RTT sample starts here
+    /// (Linux has the timestamp echo of the last SYN).
+    sent: SimTime,
+    deadline: SimTime,
+    tries: u32,
 }
 
 /// The sending half of a TCP flow.
@@ -130,6 +257,27 @@ pub(crate) struct TcpSender {
     pub(crate) state: CaState,
     recovery_point: u64,
     cwr_pending: bool,
+    /// Set while a CWR or Recovery episode reduces the window by PRR; `None` for
+    /// controllers that set their own window in recovery (Linux `cong_control`).
+    prr: Option<Prr>,
+    /// Segments ever marked lost (for the per-ACK "newly lost" count).
+    marked_lost: u64,
+    /// One past the highest segment ever retransmitted (RACK must look at
+    /// retransmissions above its scan's natural end).
+    high_rxt: u64,
+    rack: Rack,
+    /// Undo state (Linux `undo_marker`, `undo_retrans`): snd_una when the last
+    /// loss episode began, and its retransmissions not yet reported duplicate
+    /// by a D-SACK. All of them D-SACKed = the episode was spurious (RFC 3708).
+    undo_marker: Option<u64>,
+    undo_retrans: u64,
+    /// F-RTO in progress after a timeout (RFC 5682 §3.1).
+    frto: bool,
+    /// F-RTO step 2b: this ACK sends new data instead of retransmissions.
+    frto_send_new: bool,
+    pub(crate) spurious_undos: u64,
+    /// The handshake in progress (data waits for the SYN-ACK).
+    syn: Option<SynSent>,
     pub(crate) cc: Box<dyn CongestionControl>,
     pub(crate) rtt: RttEstimator,
     pub(crate) rto_deadline: SimTime,
@@ -169,6 +317,16 @@ impl TcpSender {
             state: CaState::Open,
             recovery_point: 0,
             cwr_pending: false,
+            prr: None,
+            marked_lost: 0,
+            high_rxt: 0,
+            rack: Rack::new(),
+            undo_marker: None,
+            undo_retrans: 0,
+            frto: false,
+            frto_send_new: false,
+            spurious_undos: 0,
+            syn: None,
             cc,
             rtt: RttEstimator::new(),
             rto_deadline: SimTime::MAX,
@@ -209,10 +367,80 @@ impl TcpSender {
         self.pipe() * self.cfg.mss as u64
     }
 
-    /// Congestion window in bytes (from the controller).
+    /// Congestion window in bytes: the controller's, or PRR's during a
+    /// window reduction (what Linux reports as `snd_cwnd` then).
     #[inline]
     pub(crate) fn cwnd(&self) -> u64 {
-        self.cc.cwnd()
+        match &self.prr {
+            Some(p) => p.cwnd * self.cfg.mss as u64,
+            None => self.cc.cwnd(),
+        }
+    }
+
+    /// The window that limits sending, in segments (at least 1).
+    #[inline]
+    fn cwnd_segs(&self) -> u64 {
+        match &self.prr {
+            Some(p) => p.cwnd,
+            None => (self.cc.cwnd() / self.cfg.mss as u64).max(1),
+        }
+    }
+
+    /// Segments delivered so far that are not yet cumulatively ACKed (SACKed, or
+    /// counted as dupacks without SACK).
+    #[inline]
+    fn sacked_segs(&self) -> u64 {
+        if self.cfg.sack {
+            self.sacked_out
+        } else {
+            self.reno_dupacks
+        }
+    }
+
+    /// Start a window reduction (Linux `tcp_init_cwnd_reduction`): the caller
+    /// has just told the controller of the episode, so its ssthresh is the target.
+    fn start_prr(&mut self, prior_cwnd_bytes: u64) {
+        if self.cc.sets_recovery_window() {
+            return;
+        }
+        let mss = self.cfg.mss as u64;
+        // Linux divides by the cwnd before the reduction, RFC 6937 §3 by the
+        // flight (RecoverFS). They agree when the flight fits in cwnd; when it
+        // does not (NewReno cannot see which segments beyond a hole arrived, and
+        // a FlightSize-based ssthresh (RFC 5681 Eq. 4) may then exceed cwnd), the
+        // larger keeps PRR from sending faster than data is delivered.
+        let prior_cwnd = (prior_cwnd_bytes / mss).max(self.pipe()).max(1);
+        let ssthresh = (self.cc.ssthresh() / mss).max(1);
+        self.prr = Some(Prr { prior_cwnd, ssthresh, delivered: 0, out: 0, cwnd: prior_cwnd });
+    }
+
+    /// RFC 6937 §3.1 on one ACK: `delivered` segments newly ACKed or SACKed,
+    /// `newly_lost` newly marked lost, `una_advanced` if the cumulative ACK moved.
+    fn prr_on_ack(&mut self, delivered: u64, newly_lost: u64, una_advanced: bool) {
+        let pipe = self.pipe();
+        let Some(p) = self.prr.as_mut() else { return };
+        if delivered == 0 {
+            return;
+        }
+        p.delivered += delivered;
+        let sndcnt = if pipe > p.ssthresh {
+            // Proportional part: send ssthresh/RecoverFS of what was delivered,
+            // rounded up (RFC 6937 §3.1, "CEIL(prr_delivered * ssthresh / RecoverFS)").
+            (p.ssthresh * p.delivered).div_ceil(p.prior_cwnd).saturating_sub(p.out)
+        } else {
+            // Slow-start reduction bound (PRR-SSRB, RFC 6937 §3.1): grow back to
+            // ssthresh no faster than slow start, one extra segment per ACK that
+            // advances snd_una without new losses (Linux's refinement).
+            let mut n = p.delivered.saturating_sub(p.out).max(delivered);
+            if una_advanced && newly_lost == 0 {
+                n += 1;
+            }
+            n.min(p.ssthresh - pipe)
+        };
+        // The first ACK of an episode always lets one segment out: the fast
+        // retransmit (RFC 6675 §5 step 4.2; Linux forces it the same way).
+        let sndcnt = if p.out == 0 { sndcnt.max(1) } else { sndcnt };
+        p.cwnd = pipe + sndcnt;
     }
 
     /// Prefetch, stage 1: this sender's own cache lines. Called for an ACK a few
@@ -241,9 +469,9 @@ impl TcpSender {
     #[inline]
     pub(crate) fn next_wakeup(&self) -> SimTime {
         if !self.started {
-            return self.cfg.start;
+            return self.syn.map_or(self.cfg.start, |s| s.deadline);
         }
-        self.rto_deadline.min(self.pace_wake)
+        self.rto_deadline.min(self.pace_wake).min(self.rack.reo_deadline).min(self.rack.tlp_deadline)
     }
 
     fn finished(&self) -> bool {
@@ -256,8 +484,22 @@ impl TcpSender {
             if now < self.cfg.start {
                 return;
             }
+            if self.cfg.handshake {
+                self.send_syn(now, out);
+                return;
+            }
             self.started = true;
             self.pace_next = now;
+        }
+        if now >= self.rack.reo_deadline {
+            self.rack.reo_deadline = SimTime::MAX;
+            self.on_reo_timeout(now, out);
+        }
+        // A probe due together with the RTO goes first and re-arms the RTO (Linux
+        // keeps one timer: the PTO replaces the RTO when it is earlier or equal).
+        if now >= self.rack.tlp_deadline {
+            self.rack.tlp_deadline = SimTime::MAX;
+            self.send_loss_probe(now, out);
         }
         if now >= self.rto_deadline {
             self.on_rto(now);
@@ -273,8 +515,16 @@ impl TcpSender {
         if !self.started || self.finished() {
             return;
         }
-        let mss = self.cfg.mss as u64;
-        let cwnd_segs = (self.cc.cwnd() / mss).max(1);
+        let cwnd_segs = self.cwnd_segs();
+        let nxt_before = self.snd_nxt;
+        self.send_loop(now, cwnd_segs, out);
+        if self.snd_nxt > nxt_before {
+            // RFC 8985 §7.2: (re)arm the PTO after sending new data.
+            self.schedule_loss_probe(now, false);
+        }
+    }
+
+    fn send_loop(&mut self, now: SimTime, cwnd_segs: u64, out: &mut Vec<Pkt>) {
         loop {
             if self.pace_next > now && self.cc.pacing_rate().is_some() {
                 self.pace_wake = self.pace_next;
@@ -286,7 +536,12 @@ impl TcpSender {
                 self.cwnd_limited = true;
                 break;
             }
-            // NextSeg (RFC 6675 §4): (1) a lost segment not yet retransmitted,
+            // NextSeg (RFC 6675 §4): (1) a lost segment not yet retransmitted
+            // (unless F-RTO step 2b wants new data first),
+            if self.frto_send_new && self.can_send_new(now) {
+                self.transmit(now, self.snd_nxt, false, out);
+                continue;
+            }
             if let Some(idx) = self.next_lost() {
                 self.transmit(now, idx, true, out);
                 continue;
@@ -354,6 +609,10 @@ impl TcpSender {
             self.retrans_out += 1;
             self.lost_pending -= 1;
             self.retrans_segs += 1;
+            self.high_rxt = self.high_rxt.max(idx + 1);
+            if self.undo_marker.is_some() {
+                self.undo_retrans += 1;
+            }
             flags |= PF_RETX;
         } else {
             debug_assert_eq!(idx, self.snd_nxt);
@@ -366,23 +625,10 @@ impl TcpSender {
             }
         }
         self.segs_sent += 1;
-        out.push(Pkt {
-            meta: PacketMeta {
-                flow: self.cfg.flow,
-                bytes: len + HEADER_BYTES,
-                // RFC 3168 §6.1.5: retransmitted packets are not ECN-capable.
-                ecn_capable: self.cfg.ecn && !retrans,
-                // ZRTT's base-RTT header hint (seed 002): the sender's lowest RTT.
-                rtt_hint_us: self.rtt_hint_us(),
-                is_ack: false,
-                // The engine's passive estimate is the sender's smoothed RTT.
-                passive_rtt_us: self.srtt_us(),
-            },
-            seq: idx,
-            len,
-            flags,
-            aux: 0,
-        });
+        if let Some(p) = self.prr.as_mut() {
+            p.out += 1;
+        }
+        out.push(self.packet(idx, flags));
         self.cc.on_packet_sent(now, len as u64, self.pipe_bytes());
         if let Some(rate) = self.cc.pacing_rate() {
             if rate.as_bps() > 0 {
@@ -423,7 +669,32 @@ impl TcpSender {
             *sack_rtt = Some(sack_rtt.map_or(seg.sent, |t| t.max(seg.sent)));
         }
         Self::rate_delivered(&mut self.first_tx_time, rs, &seg, idx);
+        self.rack_delivered(rs, &seg, idx);
         len
+    }
+
+    /// RFC 8985 §6.2 steps 1–2 for one newly delivered segment.
+    #[inline]
+    fn rack_delivered(&self, rs: &mut RateAcc, seg: &Seg, idx: u64) {
+        if seg.flags & EVER_RETRANS == 0 && idx < self.recovery_point {
+            rs.orig_delivered = true;
+        }
+        if seg.flags & EVER_RETRANS == 0 {
+            // Linux compares with the highest SACKed sequence from before this
+            // ACK: an ACK may cumulatively cover a segment the receiver held
+            // back for a delayed ACK while SACKing a later one.
+            if idx < rs.prior_fack {
+                rs.reordered = true;
+            }
+        } else if rs.prior_time_now.saturating_since(seg.sent) < self.rtt.min_rtt() {
+            // Step 2: a retransmitted segment delivered sooner than min_rtt after
+            // its retransmission was the original's delivery; it says nothing
+            // about the retransmission's send time.
+            return;
+        }
+        if rs.rack.is_none_or(|(t, e)| Rack::sent_after(seg.sent, idx + 1, t, e)) {
+            rs.rack = Some((seg.sent, idx + 1));
+        }
     }
 
     /// `tcp_rate_skb_delivered`: remember the most recently sent delivered segment.
@@ -508,6 +779,7 @@ impl TcpSender {
         if s.flags & (SACKED | LOST) == 0 {
             s.flags |= LOST;
             self.lost_out += 1;
+            self.marked_lost += 1;
             if s.flags & RETRANS == 0 {
                 self.lost_pending += 1;
             }
@@ -529,10 +801,28 @@ impl TcpSender {
     /// Process an ACK arriving at `now`.
     pub(crate) fn on_ack(&mut self, now: SimTime, ack: &Ack, out: &mut Vec<Pkt>) {
         if !self.started {
+            if let (true, Some(syn)) = (ack.syn, self.syn) {
+                // Established: the SYN's round trip is the first RTT sample (as
+                // Linux, with timestamps, even after a SYN retransmission).
+                self.rtt.sample(now.saturating_since(syn.sent));
+                self.syn = None;
+                self.started = true;
+                self.pace_next = now;
+                self.try_send(now, out);
+            }
             return;
         }
+        if ack.syn {
+            return; // a SYN-ACK for a retransmitted SYN
+        }
         let prior_in_flight = self.pipe_bytes();
-        let mut rs = RateAcc::default();
+        let prior_sacked = self.sacked_segs();
+        let prior_marked_lost = self.marked_lost;
+        let prior_fack = self.sack_ranges.back().map_or(0, |r| r.1);
+        let mut rs = RateAcc { prior_time_now: now, prior_fack, ..RateAcc::default() };
+        if ack.dsack.is_some() {
+            self.rack.dsack_seen = true;
+        }
         let mut sack_rtt: Option<SimTime> = None;
         let mut newly_bytes = 0u64;
         let cum = ack.cum.min(self.snd_nxt);
@@ -556,6 +846,7 @@ impl TcpSender {
                 } else {
                     newly_bytes += self.seg_len(idx) as u64;
                     Self::rate_delivered(&mut self.first_tx_time, &mut rs, &seg, idx);
+                    self.rack_delivered(&mut rs, &seg, idx);
                     if f & LOST != 0 {
                         self.lost_out -= 1;
                         if f & RETRANS == 0 {
@@ -598,7 +889,15 @@ impl TcpSender {
         }
 
         if self.cfg.sack {
-            self.update_lost_mark();
+            self.rack_on_ack(now, &rs);
+            if self.cfg.rack {
+                if self.rack.advanced {
+                    self.rack.advanced = false;
+                    self.rack_detect_loss(now);
+                }
+            } else {
+                self.update_lost_mark();
+            }
         } else if acked_segs > 0 {
             // Linux tcp_remove_reno_sacks: the ACK covered `acked_segs` segments, one
             // of which was the hole; the rest had been counted as dupacks.
@@ -608,6 +907,11 @@ impl TcpSender {
             }
         }
 
+        if let Some(high) = self.rack.tlp_high_seq {
+            self.process_tlp_ack(now, ack, high, acked_segs, newly_bytes);
+        }
+        self.check_spurious(now, ack, &rs, acked_segs, prior_sacked);
+
         // Recovery / CWR / Loss end when the recovery point is acknowledged
         // (RFC 6675 §5, RFC 6582 §3.2 step 3, RFC 3168 §6.1.2).
         let mut force_rxt = false;
@@ -615,6 +919,13 @@ impl TcpSender {
             CaState::Recovery | CaState::Cwr | CaState::Loss if self.snd_una >= self.recovery_point => {
                 if self.state != CaState::Loss {
                     self.cc.on_recovery_exit(now);
+                }
+                // Linux tcp_end_cwnd_reduction: the window is the controller's
+                // (its ssthresh for the loss-based ones) again.
+                self.prr = None;
+                if self.state == CaState::Recovery {
+                    // RFC 8985 §6.2 step 4: a widened window decays per recovery.
+                    self.rack.reo_wnd_persist = self.rack.reo_wnd_persist.saturating_sub(1);
                 }
                 self.state = CaState::Open;
                 self.reno_dupacks = 0;
@@ -643,22 +954,19 @@ impl TcpSender {
                     self.mark_lost(self.snd_una);
                     self.lost_mark = self.lost_mark.max(self.snd_una + 1);
                 }
-                if self.state == CaState::Open {
-                    // One reduction per episode; a CWR already reduced this window.
-                    self.congestion_event(now, CongestionSignal::Loss);
-                }
-                self.state = CaState::Recovery;
-                self.recovery_point = self.snd_nxt;
-                self.recoveries += 1;
+                self.enter_recovery(now);
                 // RFC 6675 §5 (4.2) / RFC 5681 §3.2 step 2: retransmit the first
-                // lost segment regardless of the pipe.
-                force_rxt = true;
+                // lost segment regardless of the pipe. Under PRR the episode's
+                // first ACK allows it already.
+                force_rxt = self.prr.is_none();
             }
         }
 
         // RFC 3168 §6.1.2: react to ECE at most once per window of data.
         if self.cfg.ecn && ack.ece && self.state == CaState::Open && self.snd_nxt > self.snd_una {
+            let prior_cwnd = self.cc.cwnd();
             self.congestion_event(now, CongestionSignal::Ecn);
+            self.start_prr(prior_cwnd);
             self.state = CaState::Cwr;
             self.recovery_point = self.snd_nxt;
             self.cwr_pending = true;
@@ -714,12 +1022,21 @@ impl TcpSender {
             self.cc.on_ack(&sample);
         }
 
+        // RFC 6937: the reduction paces itself by what this ACK delivered
+        // (Linux newly_acked_sacked = ACKed + change in SACKed).
+        if self.prr.is_some() {
+            let delivered = (acked_segs + self.sacked_segs()).saturating_sub(prior_sacked);
+            self.prr_on_ack(delivered, self.marked_lost - prior_marked_lost, acked_segs > 0);
+        }
+
         if acked_segs > 0 {
             if self.snd_una == self.cfg.total_segs {
                 self.finished_at = Some(now);
             }
             // RFC 6298 (5.2)/(5.3): stop when all data is acked, else restart.
             self.rto_deadline = if self.snd_una == self.snd_nxt { SimTime::MAX } else { now + self.rtt.rto() };
+            // RFC 8985 §7.2: an ACK that advances snd_una re-arms the PTO.
+            self.schedule_loss_probe(now, true);
         }
 
         if force_rxt {
@@ -728,6 +1045,313 @@ impl TcpSender {
             }
         }
         self.try_send(now, out);
+        if self.frto_send_new {
+            self.frto_send_new = false;
+            if self.snd_nxt <= self.recovery_point {
+                // Nothing new could go: conventional recovery (Linux `frto = 0`).
+                self.frto = false;
+                self.try_send(now, out);
+            }
+        }
+    }
+
+    /// Spurious-retransmission detection (Linux `tcp_try_undo_dsack`,
+    /// `tcp_process_loss`): D-SACKs for every retransmission of the episode
+    /// (RFC 3708 §3), or F-RTO after a timeout (RFC 5682 §3.1).
+    fn check_spurious(&mut self, now: SimTime, ack: &Ack, rs: &RateAcc, acked_segs: u64, prior_sacked: u64) {
+        if let (Some(d), Some(m)) = (ack.dsack, self.undo_marker) {
+            if d >= m && self.undo_retrans > 0 {
+                self.undo_retrans -= 1;
+                if self.undo_retrans == 0 && self.state != CaState::Cwr {
+                    self.undo(now);
+                    return;
+                }
+            }
+        }
+        if self.state != CaState::Loss || !self.frto {
+            return;
+        }
+        if rs.orig_delivered {
+            // Step 3b: data never retransmitted was delivered; the timeout was
+            // spurious.
+            self.undo(now);
+        } else if self.snd_nxt > self.recovery_point {
+            // Step 3a: after the new data, a duplicate ACK or a SACK means the
+            // loss was real; continue with conventional recovery.
+            if acked_segs == 0 || self.sacked_segs() > prior_sacked {
+                self.frto = false;
+            }
+        } else if acked_segs > 0 && self.snd_una < self.recovery_point {
+            // Step 2b: the first ACK after the timeout advanced snd_una: send new
+            // data (up to two segments, the window being 2 now) before anything
+            // else is retransmitted.
+            self.recovery_point = self.snd_nxt;
+            self.frto_send_new = true;
+        }
+    }
+
+    /// Undo a spurious loss episode (Linux `tcp_undo_cwnd_reduction` with the
+    /// loss marks cleared): the controller restores its window and the sender
+    /// returns to Open.
+    fn undo(&mut self, now: SimTime) {
+        self.spurious_undos += 1;
+        self.cc.on_spurious_loss(now);
+        if self.state == CaState::Loss {
+            for s in self.segs.iter_mut() {
+                s.flags &= !LOST;
+            }
+            self.lost_out = 0;
+            self.lost_pending = 0;
+            self.lost_mark = self.snd_una;
+        }
+        self.prr = None;
+        self.undo_marker = None;
+        self.frto = false;
+        self.frto_send_new = false;
+        if matches!(self.state, CaState::Recovery | CaState::Loss) {
+            self.state = CaState::Open;
+        }
+    }
+
+    /// Send (or resend, when its timer expired) the SYN (RFC 9293 §3.5; RFC 6298
+    /// (5.5) backoff from 1 s, as Linux).
+    fn send_syn(&mut self, now: SimTime, out: &mut Vec<Pkt>) {
+        let tries = match self.syn {
+            None => 0,
+            Some(s) if now >= s.deadline => s.tries + 1,
+            Some(_) => return,
+        };
+        let timeout = SimDuration::from_nanos(SYN_TIMEOUT.as_nanos() << tries.min(6));
+        self.syn = Some(SynSent { sent: now, deadline: now + timeout, tries });
+        let mut p = self.packet(0, PF_SYN);
+        p.len = 0;
+        p.meta.bytes = SYN_BYTES;
+        p.meta.ecn_capable = false;
+        out.push(p);
+    }
+
+    /// Enter fast recovery (RFC 6675 §5, Linux `tcp_enter_recovery`).
+    fn enter_recovery(&mut self, now: SimTime) {
+        if self.state == CaState::Open {
+            // Linux tcp_init_undo.
+            self.undo_marker = Some(self.snd_una);
+            self.undo_retrans = 0;
+            // One reduction per episode; a CWR already reduced this window
+            // and its PRR state carries on (Linux tcp_enter_recovery).
+            let prior_cwnd = self.cc.cwnd();
+            self.congestion_event(now, CongestionSignal::Loss);
+            self.start_prr(prior_cwnd);
+        }
+        self.state = CaState::Recovery;
+        self.recovery_point = self.snd_nxt;
+        self.recoveries += 1;
+    }
+
+    /// RFC 8985 §6.2 steps 1–4 on an ACK: reordering, RACK.xmit_ts/rtt, and the
+    /// reordering window's D-SACK-driven widening (Linux `tcp_rack_advance`,
+    /// `tcp_rack_update_reo_wnd`).
+    fn rack_on_ack(&mut self, now: SimTime, rs: &RateAcc) {
+        if rs.reordered {
+            self.rack.reord_seen = true;
+        }
+        if let Some((t, e)) = rs.rack {
+            if self.rack.xmit == SimTime::ZERO || Rack::sent_after(t, e, self.rack.xmit, self.rack.end) {
+                self.rack.xmit = t;
+                self.rack.end = e;
+                self.rack.rtt = now.saturating_since(t);
+                self.rack.advanced = true;
+            }
+        }
+        if rs.valid {
+            // Step 4: at most one widening per round trip of delivered data.
+            if rs.prior_delivered < self.rack.last_delivered {
+                self.rack.dsack_seen = false;
+            }
+            if self.rack.dsack_seen {
+                self.rack.reo_wnd_mult = (self.rack.reo_wnd_mult + 1).min(255);
+                self.rack.dsack_seen = false;
+                self.rack.last_delivered = self.delivered;
+                self.rack.reo_wnd_persist = REO_WND_PERSIST;
+            } else if self.rack.reo_wnd_persist == 0 {
+                self.rack.reo_wnd_mult = 1;
+            }
+        }
+    }
+
+    /// RACK.reo_wnd (RFC 8985 §6.2 step 4, as Linux `tcp_rack_reo_wnd`): zero
+    /// while no reordering was seen and the sender is in recovery or DupThresh
+    /// segments are SACKed; otherwise min_rtt/4 per step, at most SRTT.
+    fn rack_reo_wnd(&self) -> SimDuration {
+        if !self.rack.reord_seen && (matches!(self.state, CaState::Recovery | CaState::Loss) || self.sacked_out >= DUP_THRESH) {
+            return SimDuration::ZERO;
+        }
+        let min_rtt = self.rtt.min_rtt();
+        if min_rtt == SimDuration::MAX {
+            return SimDuration::ZERO;
+        }
+        SimDuration::from_nanos((min_rtt.as_nanos() / 4) * self.rack.reo_wnd_mult as u64).min(self.rtt.srtt())
+    }
+
+    /// RFC 8985 §6.2 step 5 (Linux `tcp_rack_detect_loss`): every segment sent
+    /// before RACK.xmit_ts and outstanding for longer than RACK.rtt + reo_wnd is
+    /// lost, retransmissions included; the others arm the reordering timer for
+    /// when they would be. Returns the number newly marked.
+    fn rack_detect_loss(&mut self, now: SimTime) -> u64 {
+        let reo_wnd = self.rack_reo_wnd();
+        let budget = self.rack.rtt + reo_wnd;
+        let mut wait = SimDuration::ZERO;
+        let mut marked = 0;
+        let end = self.rack.end.max(self.high_rxt).min(self.snd_nxt);
+        let mut idx = self.snd_una;
+        let mut k = 0; // next SACKed range at or above idx
+        while idx < end {
+            // Jump over SACKed ranges: only holes can be lost.
+            while k < self.sack_ranges.len() && self.sack_ranges[k].1 <= idx {
+                k += 1;
+            }
+            if k < self.sack_ranges.len() && self.sack_ranges[k].0 <= idx {
+                idx = self.sack_ranges[k].1;
+                continue;
+            }
+            let seg = self.segs[(idx - self.snd_una) as usize];
+            let f = seg.flags;
+            if f & LOST != 0 && f & RETRANS == 0 {
+                idx += 1;
+                continue; // lost, waiting for its retransmission
+            }
+            if !Rack::sent_after(self.rack.xmit, self.rack.end, seg.sent, idx + 1) {
+                // Sent after the newest delivered segment: not (yet) lost. Among
+                // original transmissions, all later ones are later still.
+                if f & EVER_RETRANS == 0 && idx >= self.high_rxt {
+                    break;
+                }
+                idx += 1;
+                continue;
+            }
+            let elapsed = now.saturating_since(seg.sent);
+            if elapsed >= budget {
+                self.rack_mark_lost(idx);
+                marked += 1;
+            } else {
+                wait = wait.max(SimDuration::from_nanos(budget.as_nanos() - elapsed.as_nanos()));
+            }
+            idx += 1;
+        }
+        self.rack.reo_deadline = if wait > SimDuration::ZERO { now + wait } else { SimTime::MAX };
+        marked
+    }
+
+    /// Mark one segment lost for RACK; a lost retransmission goes back to
+    /// waiting for its next retransmission (Linux `tcp_rack_mark_skb_lost`).
+    fn rack_mark_lost(&mut self, idx: u64) {
+        let s = &mut self.segs[(idx - self.snd_una) as usize];
+        if s.flags & RETRANS != 0 {
+            s.flags &= !RETRANS;
+            self.retrans_out -= 1;
+            if s.flags & LOST != 0 {
+                self.lost_pending += 1;
+            }
+        }
+        self.mark_lost(idx);
+        self.rxt_scan = self.rxt_scan.min(idx);
+    }
+
+    /// The reordering timer fired (RFC 8985 §6.3, Linux `tcp_rack_reo_timeout`).
+    fn on_reo_timeout(&mut self, now: SimTime, out: &mut Vec<Pkt>) {
+        if self.snd_una == self.snd_nxt || !self.cfg.sack {
+            return;
+        }
+        if self.rack_detect_loss(now) > 0 {
+            if self.state != CaState::Recovery && self.state != CaState::Loss {
+                self.enter_recovery(now);
+                // Linux counts one delivered segment so the retransmission goes.
+                self.prr_on_ack(1, 0, false);
+            }
+            let cwnd_segs = self.cwnd_segs();
+            self.send_loop(now, cwnd_segs, out);
+            if self.prr.is_none() && self.state == CaState::Recovery && self.pipe() >= cwnd_segs {
+                if let Some(idx) = self.next_lost() {
+                    self.transmit(now, idx, true, out);
+                }
+            }
+        }
+        self.rto_deadline = now + self.rtt.rto();
+    }
+
+    /// Arm the probe timeout (RFC 8985 §7.2, Linux `tcp_schedule_loss_probe`).
+    /// `ack` = on an ACK that advanced snd_una (the RTO would restart then).
+    fn schedule_loss_probe(&mut self, now: SimTime, ack: bool) {
+        let outstanding = self.snd_nxt - self.snd_una;
+        if !self.cfg.tlp || !self.cfg.sack || outstanding == 0 || !matches!(self.state, CaState::Open | CaState::Cwr) {
+            self.rack.tlp_deadline = SimTime::MAX;
+            return;
+        }
+        let srtt = self.rtt.srtt();
+        let pto = if srtt == SimDuration::ZERO {
+            crate::rtt::INITIAL_RTO
+        } else {
+            srtt + srtt + if outstanding == 1 { TLP_WC_DEL_ACK } else { TLP_TIMEOUT_MIN }
+        };
+        // Never later than the RTO would fire.
+        let rto_at = if ack { now + self.rtt.rto() } else { self.rto_deadline };
+        self.rack.tlp_deadline = (now + pto).min(rto_at);
+    }
+
+    /// The probe timeout fired (RFC 8985 §7.3, Linux `tcp_send_loss_probe`):
+    /// send one new segment if there is one, else retransmit the last one.
+    fn send_loss_probe(&mut self, now: SimTime, out: &mut Vec<Pkt>) {
+        if self.snd_una == self.snd_nxt || self.rack.tlp_high_seq.is_some() || !matches!(self.state, CaState::Open | CaState::Cwr) {
+            return;
+        }
+        if self.can_send_new(now) {
+            self.transmit(now, self.snd_nxt, false, out);
+            self.rack.tlp_retrans = false;
+        } else {
+            let idx = self.snd_nxt - 1;
+            let pos = (idx - self.snd_una) as usize;
+            if self.segs[pos].flags & SACKED != 0 {
+                return;
+            }
+            // Not counted in retrans_out (Linux `__tcp_retransmit_skb`): the probe
+            // replaces nothing in the pipe; it is marked retransmitted for Karn.
+            let s = &mut self.segs[pos];
+            s.flags |= EVER_RETRANS;
+            s.sent = now;
+            self.retrans_segs += 1;
+            self.segs_sent += 1;
+            self.high_rxt = self.high_rxt.max(idx + 1);
+            if let Some(p) = self.prr.as_mut() {
+                p.out += 1;
+            }
+            out.push(self.packet(idx, PF_RETX));
+            self.cc.on_packet_sent(now, self.seg_len(idx) as u64, self.pipe_bytes());
+            self.rack.tlp_retrans = true;
+        }
+        self.rack.tlp_high_seq = Some(self.snd_nxt);
+        // RFC 8985 §7.3: the RTO restarts after the probe.
+        self.rto_deadline = now + self.rtt.rto();
+    }
+
+    /// RFC 8985 §7.4 (Linux `tcp_process_tlp_ack`): did the probe repair a loss?
+    fn process_tlp_ack(&mut self, now: SimTime, ack: &Ack, high: u64, acked_segs: u64, newly_bytes: u64) {
+        if !self.rack.tlp_retrans {
+            // A probe of new data: nothing to infer.
+            self.rack.tlp_high_seq = None;
+        } else if ack.dsack == Some(high - 1) {
+            // The original and the probe both arrived: no loss (§7.4.1).
+            self.rack.tlp_high_seq = None;
+        } else if ack.cum > high {
+            // Data beyond the probe is acknowledged and no D-SACK came: the probe
+            // repaired a lost tail segment. One reduction, done at once (Linux
+            // enters CWR and ends the reduction on the same ACK).
+            self.rack.tlp_high_seq = None;
+            if self.state == CaState::Open {
+                self.congestion_event(now, CongestionSignal::Loss);
+            }
+        } else if acked_segs == 0 && newly_bytes == 0 && ack.dsack.is_none() {
+            // A pure duplicate ACK: the episode ends without inference.
+            self.rack.tlp_high_seq = None;
+        }
     }
 
     /// RFC 6298 (5.4)–(5.6) and RFC 5681 §3.1: the retransmission timer expired.
@@ -737,6 +1361,14 @@ impl TcpSender {
             return;
         }
         self.rto_count += 1;
+        // Linux tcp_enter_loss: a timeout outside recovery starts a new undo
+        // episode and F-RTO; one during recovery keeps the recovery's marker.
+        if self.state != CaState::Recovery || self.undo_marker.is_none() {
+            self.undo_marker = Some(self.snd_una);
+            self.undo_retrans = 0;
+        }
+        self.frto = self.cfg.frto && self.cfg.sack && self.state != CaState::Recovery;
+        self.frto_send_new = false;
         self.cc.on_rto(now, self.pipe_bytes());
         self.rtt.back_off();
         // Everything outstanding and not SACKed is lost; earlier retransmissions
@@ -758,9 +1390,35 @@ impl TcpSender {
         self.state = CaState::Loss;
         self.recovery_point = self.snd_nxt;
         self.cwr_pending = false;
+        self.prr = None;
+        self.rack.reo_deadline = SimTime::MAX;
+        self.rack.tlp_deadline = SimTime::MAX;
+        self.rack.tlp_high_seq = None;
         self.pace_next = now;
         // RFC 6298 (5.6): restart the timer with the backed-off RTO.
         self.rto_deadline = now + self.rtt.rto();
+    }
+
+    /// The data packet carrying segment `idx`.
+    fn packet(&self, idx: u64, flags: u8) -> Pkt {
+        let len = self.seg_len(idx);
+        Pkt {
+            meta: PacketMeta {
+                flow: self.cfg.flow,
+                bytes: len + HEADER_BYTES,
+                // RFC 3168 §6.1.5: retransmitted packets are not ECN-capable.
+                ecn_capable: self.cfg.ecn && flags & PF_RETX == 0,
+                // ZRTT's base-RTT header hint (seed 002): the sender's lowest RTT.
+                rtt_hint_us: self.rtt_hint_us(),
+                is_ack: false,
+                // The engine's passive estimate is the sender's smoothed RTT.
+                passive_rtt_us: self.srtt_us(),
+            },
+            seq: idx,
+            len,
+            flags,
+            aux: 0,
+        }
     }
 
     #[inline]
@@ -802,6 +1460,410 @@ mod tests {
         }
     }
 
+    /// A Reno-like controller with a fixed window: `w` segments, halved to
+    /// `w/2` (cwnd and ssthresh) on a congestion event, 1 on an RTO.
+    #[derive(Debug)]
+    struct Halving {
+        mss: u64,
+        cwnd: u64,
+        ssthresh: u64,
+        prior: Option<(u64, u64)>,
+    }
+
+    impl CongestionControl for Halving {
+        fn name(&self) -> &'static str {
+            "halving"
+        }
+        fn cwnd(&self) -> u64 {
+            self.cwnd * self.mss
+        }
+        fn ssthresh(&self) -> u64 {
+            self.ssthresh.saturating_mul(self.mss)
+        }
+        fn on_ack(&mut self, _ack: &AckSample) {}
+        fn on_congestion_event(&mut self, _ev: &CongestionEvent) {
+            self.prior = Some((self.cwnd, self.ssthresh));
+            self.ssthresh = self.cwnd / 2;
+            self.cwnd = self.ssthresh;
+        }
+        fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
+            self.prior = Some((self.cwnd, self.ssthresh));
+            self.ssthresh = self.cwnd / 2;
+            self.cwnd = 1;
+        }
+        fn on_spurious_loss(&mut self, _now: SimTime) {
+            if let Some((c, s)) = self.prior.take() {
+                (self.cwnd, self.ssthresh) = (c, s);
+            }
+        }
+    }
+
+    const MSS: u32 = 1000;
+
+    fn sender(cwnd: u64, sack: bool, ecn: bool) -> TcpSender {
+        let cfg = SenderConfig {
+            flow: 0,
+            mss: MSS,
+            ecn,
+            sack,
+            total_segs: u64::MAX,
+            last_seg_len: MSS,
+            start: SimTime::ZERO,
+            stop: SimTime::MAX,
+            rwnd_segs: u64::MAX,
+            rack: true,
+            tlp: true,
+            frto: true,
+            handshake: false,
+        };
+        TcpSender::new(cfg, Box::new(Halving { mss: MSS as u64, cwnd, ssthresh: u64::MAX, prior: None }), 64)
+    }
+
+    /// An ACK with cumulative point `cum` and SACK blocks, newest first.
+    fn ack(cum: u64, blocks: &[(u64, u64)]) -> Ack {
+        let mut a = Ack { cum, ..Ack::default() };
+        for (k, b) in blocks.iter().enumerate() {
+            a.blocks[k] = *b;
+        }
+        a.nblocks = blocks.len() as u8;
+        a
+    }
+
+    /// Sequence numbers sent, `R` marking retransmissions.
+    fn sent(out: &mut Vec<Pkt>) -> Vec<String> {
+        out.drain(..).map(|p| if p.flags & PF_RETX != 0 { format!("R{}", p.seq) } else { p.seq.to_string() }).collect()
+    }
+
+    #[test]
+    fn prr_spreads_the_reduction_over_the_recovery_rtt_as_rfc_6937_example() {
+        // RFC 6937 §6's first example: a window of 20 segments, one loss (segment
+        // 0), ssthresh 10. Hand derivation: the first two dupacks (SACK 1, 2)
+        // each lower the pipe below cwnd 20 and release one new segment (limited
+        // transmit, 20 and 21). The third SACK marks 0 lost (three SACKed above
+        // it) and starts recovery with prior_cwnd 20. While pipe > ssthresh, after
+        // the k-th ACK of the episode PRR allows CEIL(k·10/20) segments in total:
+        // the retransmission at k = 1 (SACK 3), one new segment at every odd k
+        // (SACKs 5, 7, ..., 17 → 22..28). At SACK 19 (k = 17) the pipe is
+        // 29 + 1 − 19 − 1 = 10 = ssthresh, so PRR-SSRB takes over and allows
+        // ssthresh − pipe = 0; the SACKs of 20 and 21 each bring the pipe to 9 and
+        // release one segment (29, 30).
+        let mut s = sender(20, true, false);
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        assert_eq!(out.len(), 20);
+        out.clear();
+        // A path of RTT 100 ms: segment j of the initial burst (sent at 0) is
+        // SACKed at 100 + j ms; 20 and 21, sent at 101 and 102, at 201 and 202.
+        let mut log = Vec::new();
+        for seg in 1..22u64 {
+            let t = SimTime::from_millis(if seg < 20 { 100 + seg } else { 181 + seg });
+            s.on_ack(t, &ack(0, &[(1, seg + 1)]), &mut out);
+            log.push(sent(&mut out).join(" "));
+        }
+        let expect = [
+            "20", "21", "R0", "", "22", "", "23", "", "24", "", "25", "", "26", "", "27", "", "28", "", "", "29", "30",
+        ];
+        assert_eq!(log, expect);
+        // 10 segments left during recovery: ssthresh, as PRR promises (RFC 6937 §3).
+        assert_eq!(s.prr.unwrap().out, 10);
+        // The retransmission's ACK ends recovery: cwnd = ssthresh = 10, 9 in flight
+        // (22..31), so exactly one more segment goes.
+        s.on_ack(SimTime::from_millis(203), &ack(22, &[]), &mut out);
+        assert_eq!(s.state, CaState::Open);
+        assert_eq!(sent(&mut out), vec!["31".to_string()]);
+        assert_eq!(s.cwnd(), 10 * MSS as u64);
+    }
+
+    #[test]
+    fn prr_slow_start_bound_refills_after_heavy_loss() {
+        // Window 20, segments 0..15 lost (three quarters), SACKs for 15..20 and
+        // then for the limited-transmit segments 20, 21. Hand derivation: the
+        // SACKs of 15 and 16 release 20 and 21 (pipe 19 < cwnd 20). The SACK of 17
+        // marks 0..14 lost: pipe = 22 − 3 − 15 = 4, far below ssthresh 10, so
+        // PRR-SSRB: sndcnt = min(ssthresh − pipe, max(delivered − out, newly
+        // delivered)) = 1 per ACK, the retransmissions R0..R4 for the SACKs of
+        // 17, 18, 19, 20, 21 (packet conservation, no burst to ssthresh).
+        let mut s = sender(20, true, false);
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        out.clear();
+        // RTT 100 ms as above: SACK of j at 100 + j ms; 20, 21 sent at 115, 116.
+        let mut log = Vec::new();
+        for seg in 15..22u64 {
+            let t = SimTime::from_millis(if seg < 20 { 100 + seg } else { 195 + seg });
+            s.on_ack(t, &ack(0, &[(15, seg + 1)]), &mut out);
+            log.push(sent(&mut out).join(" "));
+        }
+        assert_eq!(log, ["20", "21", "R0", "R1", "R2", "R3", "R4"]);
+        // pipe = 22 + 5 retransmitted − 7 SACKed − 15 lost = 5.
+        assert_eq!(s.pipe(), 5);
+        // The cumulative ACK of R0 with no new loss: pipe 4, delivered 1, and
+        // Linux's SSRB adds one segment for advancing snd_una: 2 segments.
+        s.on_ack(SimTime::from_millis(217), &ack(1, &[(15, 22)]), &mut out);
+        assert_eq!(sent(&mut out), vec!["R5".to_string(), "R6".to_string()]);
+        assert_eq!(s.pipe(), 6);
+    }
+
+    #[test]
+    fn prr_reduces_an_ecn_cwr_episode_the_same_way() {
+        // RFC 6937 §3 applies PRR to any reduction; Linux uses it in CWR. Window
+        // 20, an ECE on the first ACK (cum 1): ssthresh 10, prior_cwnd 20, pipe 19
+        // → CEIL(1·10/20) = 1 segment; the next ACK (k = 2) none; the third one.
+        let mut s = sender(20, true, true);
+        let mut out = Vec::new();
+        let t = SimTime::from_millis(1);
+        s.on_timer(SimTime::ZERO, &mut out);
+        out.clear();
+        let mut ece = ack(1, &[]);
+        ece.ece = true;
+        s.on_ack(t, &ece, &mut out);
+        assert_eq!(s.state, CaState::Cwr);
+        let first = out.drain(..).collect::<Vec<_>>();
+        assert_eq!(first.len(), 1);
+        assert_ne!(first[0].flags & PF_CWR, 0, "RFC 3168 §6.1.2: CWR on the first new segment");
+        s.on_ack(t, &ack(2, &[]), &mut out);
+        assert!(out.is_empty());
+        s.on_ack(t, &ack(3, &[]), &mut out);
+        assert_eq!(sent(&mut out), vec!["21".to_string()]);
+    }
+
+    #[test]
+    fn rack_detects_a_lost_retransmission_without_an_rto() {
+        // RFC 8985 §6 / §3.3.2: window 20 on a 100 ms path, segment 0 lost and its
+        // first retransmission too. The SACKs of 1..3 (at 101..103 ms) start
+        // recovery and R0 leaves at 103 ms; PRR then sends 22 at 105 ms (see the
+        // PRR example). When 22's SACK arrives at 205 ms, RACK's newest delivered
+        // segment was sent at 105 ms, after R0 (103 ms), and R0 has been out
+        // 102 ms ≥ RACK.rtt (100 ms) + reo_wnd (0 in recovery without reordering):
+        // it is lost, and goes again at once, long before the RTO (≥ 300 ms).
+        let mut s = sender(20, true, false);
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        out.clear();
+        for seg in 1..20u64 {
+            s.on_ack(SimTime::from_millis(100 + seg), &ack(0, &[(1, seg + 1)]), &mut out);
+        }
+        let sent_before: Vec<String> = sent(&mut out);
+        assert_eq!(sent_before.iter().filter(|x| *x == "R0").count(), 1);
+        assert_eq!(s.state, CaState::Recovery);
+        // 20 and 21 (limited transmit, sent at 101, 102) SACKed at 201, 202: sent
+        // before R0, so R0 is not judged by them.
+        s.on_ack(SimTime::from_millis(201), &ack(0, &[(1, 21)]), &mut out);
+        s.on_ack(SimTime::from_millis(202), &ack(0, &[(1, 22)]), &mut out);
+        assert!(!sent(&mut out).contains(&"R0".to_string()));
+        s.on_ack(SimTime::from_millis(205), &ack(0, &[(1, 23)]), &mut out);
+        assert_eq!(sent(&mut out).first().map(String::as_str), Some("R0"), "lost retransmission resent");
+        assert_eq!(s.rto_count, 0);
+        assert!(s.rto_deadline > SimTime::from_millis(205));
+    }
+
+    #[test]
+    fn tail_loss_probe_repairs_a_tail_loss_without_an_rto() {
+        // RFC 8985 §7: a 10-segment transfer whose last two segments are lost.
+        // Segments 0..7 are acked at 100..107 ms. The last ACK arms the PTO at
+        // 2·SRTT + 2 ms (two segments still out, §7.2), before the RTO. When it
+        // fires with no new data to send, the probe is the last segment, 9
+        // (§7.3). Its ACK (cum 8, SACK 9) makes 8 — sent at 0, before the probe
+        // — lost by RACK (out ≥ RACK.rtt), so 8 is retransmitted: no RTO at all.
+        let cfg = SenderConfig {
+            flow: 0,
+            mss: MSS,
+            ecn: false,
+            sack: true,
+            total_segs: 10,
+            last_seg_len: MSS,
+            start: SimTime::ZERO,
+            stop: SimTime::MAX,
+            rwnd_segs: u64::MAX,
+            rack: true,
+            tlp: true,
+            frto: true,
+            handshake: false,
+        };
+        let mut s = TcpSender::new(cfg, Box::new(Halving { mss: MSS as u64, cwnd: 20, ssthresh: u64::MAX, prior: None }), 16);
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        assert_eq!(out.len(), 10);
+        out.clear();
+        for k in 1..=8u64 {
+            s.on_ack(SimTime::from_millis(99 + k), &ack(k, &[]), &mut out);
+        }
+        assert!(out.is_empty());
+        let srtt = s.rtt.srtt();
+        let pto_at = SimTime::from_millis(107) + srtt + srtt + SimDuration::from_millis(2);
+        assert_eq!(s.next_wakeup(), pto_at);
+        assert!(pto_at < s.rto_deadline);
+        s.on_timer(pto_at, &mut out);
+        assert_eq!(sent(&mut out), vec!["R9".to_string()]);
+        let t = pto_at + SimDuration::from_millis(100);
+        s.on_ack(t, &ack(8, &[(9, 10)]), &mut out);
+        assert_eq!(sent(&mut out), vec!["R8".to_string()]);
+        assert_eq!(s.state, CaState::Recovery);
+        s.on_ack(t + SimDuration::from_millis(100), &ack(10, &[]), &mut out);
+        assert_eq!(s.finished_at, Some(t + SimDuration::from_millis(100)));
+        assert_eq!(s.rto_count, 0);
+    }
+
+    #[test]
+    fn dsack_of_every_retransmission_undoes_the_reduction() {
+        // RFC 3708 §3 / Linux tcp_try_undo_dsack: segment 0 was only delayed.
+        // SACKs of 1..3 (101..103 ms) start recovery (cwnd 20 → PRR towards 10)
+        // and R0 goes at 103 ms. The original 0 then arrives and is ACKed (cum 22
+        // covers the limited-transmit segments too); the retransmission arrives as a
+        // duplicate and the receiver D-SACKs it. The one retransmission of the
+        // episode is reported duplicate: spurious, the window of 20 comes back.
+        let mut s = sender(20, true, false);
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        out.clear();
+        for seg in 1..4u64 {
+            s.on_ack(SimTime::from_millis(100 + seg), &ack(0, &[(1, seg + 1)]), &mut out);
+        }
+        assert_eq!(s.state, CaState::Recovery);
+        assert!(sent(&mut out).contains(&"R0".to_string()));
+        s.on_ack(SimTime::from_millis(104), &ack(20, &[]), &mut out);
+        assert_eq!(s.cc.cwnd(), 10 * MSS as u64, "reduced");
+        let mut dup = ack(20, &[]);
+        dup.dsack = Some(0);
+        s.on_ack(SimTime::from_millis(203), &dup, &mut out);
+        assert_eq!((s.state, s.cwnd(), s.spurious_undos), (CaState::Open, 20 * MSS as u64, 1));
+    }
+
+    #[test]
+    fn frto_undoes_a_spurious_timeout() {
+        // RFC 5682 §3.1: 10 segments out at 0, no RTT sample yet, so the RTO
+        // fires at 1 s (RFC 6298 (2.1)) and retransmits 0 with cwnd 1. The ACK
+        // that then arrives (cum 5) acknowledges never-retransmitted segments
+        // 1..4, sent before the timeout: step 3b, the timeout was spurious. The
+        // window of 10 comes back, the loss marks go, and 5..9 are NOT resent:
+        // with 5 segments in flight, 5 new ones (10..14) go instead.
+        // TLP off: without an RTT sample its probe would be due with the RTO
+        // (and Linux would have the handshake's RTT); F-RTO alone is tested here.
+        let mut s = sender(10, true, false);
+        s.cfg.tlp = false;
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        out.clear();
+        s.on_timer(SimTime::from_secs(1), &mut out);
+        assert_eq!(sent(&mut out), vec!["R0".to_string()]);
+        assert_eq!((s.state, s.cwnd()), (CaState::Loss, MSS as u64));
+        s.on_ack(SimTime::from_millis(1050), &ack(5, &[]), &mut out);
+        assert_eq!((s.state, s.cwnd(), s.spurious_undos), (CaState::Open, 10 * MSS as u64, 1));
+        assert_eq!(sent(&mut out), ["10", "11", "12", "13", "14"]);
+    }
+
+    #[test]
+    fn frto_falls_back_to_retransmission_when_the_loss_is_real() {
+        // RFC 5682 §3.1: all 10 segments lost. RTO at 1 s → R0, cwnd 1. R0's ACK
+        // (cum 1) advances snd_una: step 2b sends NEW data (10; one segment,
+        // the test controller keeps cwnd at 1) instead of retransmitting 1.
+        // 10's ACK is a duplicate ACK with a SACK: step 3a, the loss was real,
+        // and the retransmissions continue with 1. No undo.
+        // TLP off: without an RTT sample its probe would be due with the RTO
+        // (and Linux would have the handshake's RTT); F-RTO alone is tested here.
+        let mut s = sender(10, true, false);
+        s.cfg.tlp = false;
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        out.clear();
+        s.on_timer(SimTime::from_secs(1), &mut out);
+        assert_eq!(sent(&mut out), vec!["R0".to_string()]);
+        s.on_ack(SimTime::from_millis(1100), &ack(1, &[]), &mut out);
+        assert_eq!(sent(&mut out), vec!["10".to_string()]);
+        s.on_ack(SimTime::from_millis(1200), &ack(1, &[(10, 11)]), &mut out);
+        assert_eq!(sent(&mut out), vec!["R1".to_string()]);
+        assert_eq!((s.state, s.spurious_undos), (CaState::Loss, 0));
+    }
+
+    #[test]
+    fn the_handshake_comes_first_and_gives_the_first_rtt_sample() {
+        // RFC 9293 §3.5 and RFC 6298 (2.1)/(5.5): a SYN at the start, resent after
+        // 1 s and then 2 s without an answer; data only after the SYN-ACK, whose
+        // round trip from the last SYN is the first RTT sample (SRTT = R).
+        let mut s = sender(10, true, false);
+        s.cfg.handshake = true;
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].flags, out[0].len, out[0].meta.bytes), (PF_SYN, 0, 60));
+        out.clear();
+        assert_eq!(s.next_wakeup(), SimTime::from_secs(1));
+        s.on_timer(SimTime::from_secs(1), &mut out);
+        assert_eq!(out.drain(..).filter(|p| p.flags == PF_SYN).count(), 1, "SYN resent");
+        assert_eq!(s.next_wakeup(), SimTime::from_secs(3));
+        s.on_ack(SimTime::from_millis(1050), &Ack { syn: true, ..Ack::default() }, &mut out);
+        assert_eq!(s.rtt.srtt(), SimDuration::from_millis(50));
+        assert_eq!(sent(&mut out), (0..10).map(|k| k.to_string()).collect::<Vec<_>>(), "the initial window");
+    }
+
+    /// A controller whose window the test sets from outside, with ssthresh =
+    /// FlightSize / 2 (RFC 5681 Eq. 4) on a congestion event.
+    #[derive(Debug)]
+    struct Scripted {
+        cwnd: std::rc::Rc<std::cell::Cell<u64>>,
+        ssthresh: u64,
+    }
+
+    impl CongestionControl for Scripted {
+        fn name(&self) -> &'static str {
+            "scripted"
+        }
+        fn cwnd(&self) -> u64 {
+            self.cwnd.get()
+        }
+        fn ssthresh(&self) -> u64 {
+            self.ssthresh
+        }
+        fn on_ack(&mut self, _ack: &AckSample) {}
+        fn on_congestion_event(&mut self, ev: &CongestionEvent) {
+            self.ssthresh = ev.in_flight / 2;
+            self.cwnd.set(self.ssthresh);
+        }
+        fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {}
+    }
+
+    #[test]
+    fn prr_never_outpaces_delivery_when_the_flight_exceeds_cwnd() {
+        // 20 segments out, then the controller's cwnd drops to 4 while they are
+        // in flight (as after a NewReno recovery that could not see which
+        // segments arrived), and its ssthresh is FlightSize/2. Segment 0 is lost;
+        // SACKs of 1..3 start recovery with pipe 16: ssthresh = 16/2 = 8 > cwnd 4.
+        // With Linux's prior_cwnd (4) as the divisor PRR would send 8/4 = 2
+        // segments per delivered one; with RFC 6937's RecoverFS (the flight, 16)
+        // it sends CEIL(8·k/16) after k ACKs while the pipe is above ssthresh:
+        // after the 13 ACKs of SACKs 3..15, CEIL(104/16) = 7, fewer than delivered.
+        let cwnd = std::rc::Rc::new(std::cell::Cell::new(20 * MSS as u64));
+        let cfg = SenderConfig {
+            flow: 0,
+            mss: MSS,
+            ecn: false,
+            sack: true,
+            total_segs: u64::MAX,
+            last_seg_len: MSS,
+            start: SimTime::ZERO,
+            stop: SimTime::MAX,
+            rwnd_segs: u64::MAX,
+            rack: true,
+            tlp: false,
+            frto: true,
+            handshake: false,
+        };
+        let mut s = TcpSender::new(cfg, Box::new(Scripted { cwnd: cwnd.clone(), ssthresh: u64::MAX }), 64);
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        out.clear();
+        cwnd.set(4 * MSS as u64);
+        let mut total = 0;
+        for seg in 1..16u64 {
+            s.on_ack(SimTime::from_millis(100 + seg), &ack(0, &[(1, seg + 1)]), &mut out);
+            total += out.drain(..).count();
+            if seg == 3 {
+                assert_eq!(s.prr.map(|p| (p.prior_cwnd, p.ssthresh)), Some((16, 8)));
+            }
+        }
+        assert_eq!(total, 7);
+    }
+
     #[test]
     fn pacing_spaces_full_segments_by_their_payload_at_the_pacing_rate() {
         // The pacing rate is a payload rate, as Linux's `sk_pacing_rate` (charged
@@ -817,6 +1879,10 @@ mod tests {
             start: SimTime::ZERO,
             stop: SimTime::MAX,
             rwnd_segs: u64::MAX,
+            rack: true,
+            tlp: true,
+            frto: true,
+            handshake: false,
         };
         let mut snd = TcpSender::new(cfg, Box::new(FixedPace(Bandwidth::from_bps(11_584_000))), 16);
         let mut out = Vec::new();

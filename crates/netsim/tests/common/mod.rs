@@ -46,6 +46,9 @@ pub fn flow(cca: &str, rtt_ms: u64, start_s: u64) -> FlowSpec {
         delayed_ack: true,
         delack_timeout_ns: 40 * MS,
         initial_cwnd: 10,
+        rack: true,
+        tlp: true,
+        frto: true,
     }
 }
 
@@ -103,7 +106,8 @@ pub fn mean_jain(out: &RunOutput, n: u32, lo_s: u64, hi_s: u64) -> f64 {
 
 /// Largest goodput the link can carry with `mss`-byte payloads in 52-byte-header packets.
 pub fn payload_capacity(rate_bps: u64, mss: u64) -> f64 {
-    rate_bps as f64 * mss as f64 / (mss + 52) as f64
+    // Payload per Ethernet frame: MSS of MSS + 52 (IP/TCP/timestamps) + 14 (MAC).
+    rate_bps as f64 * mss as f64 / (mss + 52 + 14) as f64
 }
 
 #[test]

@@ -418,6 +418,11 @@ impl CongestionControl for Bbr {
         self.ca_state = CaState::Open;
     }
 
+    /// Linux BBR has `cong_control`: packet conservation, not PRR, in recovery.
+    fn sets_recovery_window(&self) -> bool {
+        true
+    }
+
     /// Linux `tcp_enter_loss` → `bbr_ssthresh` (save cwnd), then
     /// `bbr_set_state(TCP_CA_Loss)`: forget `full_bw`, treat the RTO as the end
     /// of a round, and run the long-term sampler with one loss (the core has just

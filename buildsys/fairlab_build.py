@@ -108,6 +108,7 @@ def cargo_command(helper: Helper, root: Path = ROOT) -> tuple[list[str], dict[st
     if helper.static:
         argv += ["--target", STATIC_TARGET]
         env["RUSTFLAGS"] = f"-C target-feature=+crt-static --remap-path-prefix={root}=. --remap-path-prefix={Path.home()}=~"
+        env.pop("CARGO_ENCODED_RUSTFLAGS", None)  # cargo would prefer it to RUSTFLAGS
     return argv + ["--message-format=json-render-diagnostics"], env
 
 

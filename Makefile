@@ -74,9 +74,9 @@ dccpgen: $(DCCPGEN) ## Build the static DCCP traffic generator for the vm guest 
 install: $(CORE_STAMP) $(LINKEM) $(DCCPGEN) ## Create .venv, build the Rust core, linkem and fairlab-dccpgen, install fairlab into it
 
 .PHONY: wheel
-wheel: $(VENV_STAMP) ## Build dist/: a wheel that carries linkem, and the sdist (pip install either)
+wheel: $(VENV_STAMP) ## Build dist/: a wheel that carries linkem and fairlab-dccpgen, and the sdist (pip install either)
 	@# buildsys/fairlab_build.py is also the PEP 517 backend `pip install .` uses; here it
-	@# stages linkem for `maturin build` and removes the copy whatever the build's outcome.
+	@# stages the helper binaries for `maturin build` and removes the copies whatever the build's outcome.
 	$(PY) buildsys/fairlab_build.py stage
 	$(MATURIN) build --release --out dist; rc=$$?; $(PY) buildsys/fairlab_build.py unstage; exit $$rc
 	$(MATURIN) sdist --out dist

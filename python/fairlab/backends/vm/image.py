@@ -145,17 +145,20 @@ def guest_scripts_digest() -> str:
 
 
 def dccpgen_binary() -> Path | None:
-    """The static DCCP traffic generator (`make dccpgen`), if built: ``$FAIRLAB_DCCPGEN``,
-    inside the installed package (a wheel ships it there), or the workspace's build.
-    Runs with DCCP flows append it to their own initramfs."""
-    cands = []
+    """The static DCCP traffic generator, if there is one: ``$FAIRLAB_DCCPGEN`` when set
+    (an explicit choice: a missing file there is None, not some other build), else the
+    copy a fairlab wheel installs at ``fairlab/_bin/fairlab-dccpgen`` (see
+    buildsys/fairlab_build.py), else the workspace's `make dccpgen` build. Runs with
+    DCCP flows append it to their own initramfs."""
+    from importlib import resources  # only the vm backend's DCCP runs need it
+
     if os.environ.get("FAIRLAB_DCCPGEN"):
-        cands.append(Path(os.environ["FAIRLAB_DCCPGEN"]))
-    here = Path(__file__).resolve()
-    cands.append(here.parents[2] / "bin" / "fairlab-dccpgen")
-    repo = here.parents[4]
-    for triple in ("x86_64-unknown-linux-gnu/release", "release"):
-        cands.append(repo / "target" / triple / "fairlab-dccpgen")
+        chosen = Path(os.environ["FAIRLAB_DCCPGEN"])
+        return chosen if chosen.is_file() else None
+    packaged = resources.files("fairlab") / "_bin" / "fairlab-dccpgen"
+    repo = Path(__file__).resolve().parents[4]  # python/fairlab/backends/vm/image.py
+    cands = [Path(str(packaged))] + [repo / "target" / triple / "fairlab-dccpgen"
+                                     for triple in ("x86_64-unknown-linux-gnu/release", "release")]
     return next((c for c in cands if c.is_file()), None)
 
 

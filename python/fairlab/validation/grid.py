@@ -170,7 +170,7 @@ def cell_of(point: dict[str, Any]) -> Cell:
 
 # --------------------------------------------------------------------- results
 RESULT_COLUMNS = ["cell", "backend", "seed", "flow", "cca", "mean_bps", "share", "jain_of_means", "mean_jt",
-                  "retransmits", "drops"]
+                  "retransmits", "drops", "kernel", "image"]
 
 
 def run_results(trace, cell: Cell, backend: str, seed: int) -> pd.DataFrame:
@@ -191,6 +191,9 @@ def run_results(trace, cell: Cell, backend: str, seed: int) -> pd.DataFrame:
             "jain_of_means": float(a.jain.of_means), "mean_jt": float(a.jain.mean_jt),
             "retransmits": float(retrans.get(f.flow, np.nan)) if len(retrans) else np.nan,
             "drops": float(drops),
+            # Provenance of a kernel run: the release and the vm image's key.
+            "kernel": trace.meta.get("kernel") if backend == "vm" else None,
+            "image": (trace.meta.get("vm") or {}).get("image_key") if backend == "vm" else None,
         })
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 

@@ -36,7 +36,10 @@ def naive_flow_summaries(trace: Trace, window: tuple[float, float], run: int) ->
     with numpy. Slow, obviously right, independent of `analysis._flow_summaries`."""
     lo, hi = window
     s = trace.samples
-    s = s[(s["t"] > lo + 1e-9) & (s["t"] <= hi + 1e-9) & (s["run"] == run)]
+    # The documented window rule (docs/trace.md): a sample covers (t - interval, t]
+    # and is kept when its interval's midpoint lies in (lo, hi].
+    mid = s["t"] - trace.interval / 2
+    s = s[(mid > lo + 1e-9) & (mid <= hi + 1e-9) & (s["run"] == run)]
     out = []
     for _, row in trace.flows.iterrows():
         fs = s[s["flow"] == row["flow"]]

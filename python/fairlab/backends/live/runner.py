@@ -44,6 +44,7 @@ import pandas as pd
 
 from ...scenario import Scenario
 from ...trace import Trace
+from ..iperf_pairs import receiver_samples
 from . import capabilities, iperf, kernel_link, linkem_link
 from ...interrupts import raising_on_signals
 from .cleanup import TEMP_PREFIX, mark_active
@@ -566,16 +567,22 @@ def _collect(flows: list[_Flow], labels: list[str], t0_epoch: float, run_index: 
     while the runner knows both the interval and each launch time exactly."""
     from ...ingest import IngestError, load
 
-    parts = []
+    parts, received = [], []
     for fl, label in zip(flows, labels):
         try:
             parts.append(load([str(fl.logfile)], labels=[label]))
         except IngestError as exc:
             raise LiveError(f"flow {label}'s iperf3 result could not be read: {exc}") from None
+        # The receiver's file holds what was delivered (`iperf_pairs`); without it the
+        # sender's count is the best there is, and the trace says so.
+        try:
+            received.append(load([str(fl.logfile.parent / f"server-{fl.index}.json")], labels=[label]))
+        except IngestError:
+            received.append(None)
     sample_parts, flow_rows = [], []
     notes: list[str] = []
     clocks: dict[str, str] = {}
-    for k, (fl, tr) in enumerate(zip(flows, parts)):
+    for k, (fl, tr, rx) in enumerate(zip(flows, parts, received)):
         if len(tr.flows) != 1:
             raise LiveError(f"the iperf3 file of flow {fl.label} holds {len(tr.flows)} flows, expected exactly one")
         launched = (fl.launched_epoch or t0_epoch) - t0_epoch
@@ -591,10 +598,16 @@ def _collect(flows: list[_Flow], labels: list[str], t0_epoch: float, run_index: 
             clocks[fl.label] = "iperf3's millisecond connect stamp"
         else:
             clocks[fl.label] = "the runner's launch time"
-        s = tr.samples.copy()
         row = tr.flows.iloc[0].to_dict()
+        if rx is not None and len(rx.flows) == 1:
+            s = receiver_samples(rx, tr, interval_s)
+        else:
+            notes.append(f"flow {fl.label}: no readable receiver-side iperf3 file, so throughput is the sender's "
+                         "count of bytes written to its socket (it can exceed the link rate per interval)")
+            s = tr.samples.copy()
+            s["t"] = s["t"] - float(row["start_s"])
         # t from the file's own zero (its test start) to the run's clock.
-        s["t"] = s["t"] - float(row["start_s"]) + launched
+        s["t"] = s["t"] + launched
         s["flow"] = k
         s["run"] = run_index
         sample_parts.append(s)

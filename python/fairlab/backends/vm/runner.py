@@ -41,6 +41,7 @@ import pandas as pd
 from ... import __version__
 from ...scenario import Scenario
 from ...trace import Trace
+from ..iperf_pairs import receiver_samples
 from . import cpio, image as vm_image, plan as vm_plan, qemu
 from .errors import VmError
 
@@ -203,7 +204,7 @@ def _collect(scenario: Scenario, gplan: vm_plan.GuestPlan, res: Path, *, run_ind
             raise VmError(f"the result files of flow {gf.label} hold more than one flow, expected one")
         launched_ns = _int_file(res / f"launch-{gf.index}")
         launched = (launched_ns - t0) / 1e9 if launched_ns is not None else gf.offset_ns / 1e9
-        s = _receiver_samples(rx, tx, interval_s)
+        s = receiver_samples(rx, tx, interval_s)
         s["t"] = s["t"] + launched
         s["flow"] = gf.index
         s["run"] = run_index
@@ -228,26 +229,6 @@ def _collect(scenario: Scenario, gplan: vm_plan.GuestPlan, res: Path, *, run_ind
     bottleneck = bottleneck_samples(_read(res / "qdisc-samples.txt") or "", t0_ns=t0, run=run_index)
     meta = {"notes": notes, "interval_s": gplan.interval_ns / 1e9}
     return Trace.from_frames(samples, pd.DataFrame(flow_rows), bottleneck, meta)
-
-
-def _receiver_samples(rx: Trace, tx: Trace | None, interval_s: float) -> pd.DataFrame:
-    """Throughput as the RECEIVER counted it (the server's per-interval bytes), with
-    the sender's cwnd, sRTT and retransmits of the same interval alongside, and the
-    sender's own count as ``sent_bps``. The sender's per-interval bytes are what the
-    application wrote into its socket buffer, not what crossed the bottleneck: in a
-    flow's first interval and around losses they exceed the link rate (measured:
-    12.8 Mbit/s "throughput" on a 10 Mbit/s link). Times count from each file's own
-    test start; interval k of one side is interval k of the other."""
-    r = rx.samples[["t", "throughput_bps"]].copy()
-    r["t"] = r["t"] - float(rx.flows.iloc[0]["start_s"])
-    r["k"] = (r["t"] / interval_s).round().astype(int)
-    if tx is None:
-        return r.drop(columns="k")
-    cols = [c for c in ("cwnd_bytes", "srtt_s", "rttvar_s", "retransmits") if c in tx.samples]
-    t = tx.samples[["t", "throughput_bps", *cols]].rename(columns={"throughput_bps": "sent_bps"}).copy()
-    t["k"] = ((t["t"] - float(tx.flows.iloc[0]["start_s"])) / interval_s).round().astype(int)
-    out = r.merge(t.drop(columns="t"), on="k", how="left").drop(columns="k")
-    return out
 
 
 def _client_error(res: Path, gf: vm_plan.GuestFlow) -> str:

@@ -19,7 +19,7 @@ from .render import print_analysis
 def analyze(
     files: list[Path] = typer.Argument(..., help="iperf3 JSON (-J or --json-stream), iperf2 CSV (-y C), plain CSV/Parquet, or a fairlab trace (.parquet)"),
     window: Optional[str] = typer.Option(None, "--window", "-w", help="START:END seconds from the earliest flow's start, e.g. 60:300"),
-    calibration: Optional[list[Path]] = typer.Option(None, "--calibration", help="self-competition runs giving NRU weights (seed 000 Eq. 14); one or more files"),
+    calibration: Optional[list[Path]] = typer.Option(None, "--calibration", help="self-competition runs giving NRU weights (Bhatti et al. 2009, Eq. 14); one or more files"),
     baseline: Optional[list[Path]] = typer.Option(None, "--baseline", help="solo runs giving harm baselines; one or more files"),
     epoch: Optional[float] = typer.Option(None, "--epoch", help="t_e in seconds for convergence time T_U (needs --calibration)"),
     uc: float = typer.Option(U_C_DEFAULT, "--uc", help="NRU convergence threshold U_c in dB (−0.46 dB ⇔ RSR 0.90)"),

@@ -56,5 +56,5 @@ def presets(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> No
     t.add_column("what runs")
     t.add_column("--quick runs")
     for p in PRESETS.values():
-        t.add_row(p.name, f"{p.title} ({p.seed_file})", p.description, p.quick_note)
+        t.add_row(p.name, p.title, p.description, p.quick_note)
     console.print(t)

@@ -20,6 +20,17 @@ def committed_vm_results() -> Path:
     return Path(str(resources.files("fairlab.validation") / "data" / "vm-grid.csv"))
 
 
+def _record(vm: pd.DataFrame, record: Path) -> None:
+    """Merge this run's kernel results into ``record``: its cells replace the file's."""
+    from ..validation import grid
+
+    old = pd.read_csv(record) if record.exists() else pd.DataFrame(columns=grid.RESULT_COLUMNS)
+    merged = pd.concat([old[~old["cell"].isin(set(vm["cell"]))], vm], ignore_index=True)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    merged.to_csv(record, index=False, float_format="%.6g")
+    console.print(f"kernel results recorded in {record} ({merged['cell'].nunique()} cells)")
+
+
 def validate(
     subset: str = typer.Option("core", "--subset", help="which cells: core (every pair at 100 ms, 1 BDP, and the homogeneous cells), homogeneous, or full (docs/validation/vm.md)"),
     backend: str = typer.Option("sim", "--backend", help="run sim (and compare with the committed kernel results), vm, or both"),
@@ -49,17 +60,19 @@ def validate(
             camp = expand(doc, source=f"validation grid ({doc['name']})", backend=side)
             store_dir = out / side / doc["name"]
             err_console.print(f"{side}: {doc['name']}: {len(camp.tasks)} runs into {store_dir}")
-            run_campaign_with_progress(camp, store_dir, workers=workers, dask=None)
+            try:
+                run_campaign_with_progress(camp, store_dir, workers=workers, dask=None)
+            except typer.Exit:
+                # Interrupted (the kernel's side takes hours): keep what finished.
+                if side == "vm" and record is not None:
+                    _record(pd.concat([*parts, grid.store_results(store_dir, side)], ignore_index=True), record)
+                raise
             parts.append(grid.store_results(store_dir, side))
         results[side] = pd.concat(parts, ignore_index=True)
     if "vm" in results:
         vm = results["vm"]
         if record is not None:
-            old = pd.read_csv(record) if record.exists() else pd.DataFrame(columns=grid.RESULT_COLUMNS)
-            merged = pd.concat([old[~old["cell"].isin(set(vm["cell"]))], vm], ignore_index=True)
-            record.parent.mkdir(parents=True, exist_ok=True)
-            merged.to_csv(record, index=False, float_format="%.6g")
-            console.print(f"kernel results recorded in {record} ({merged['cell'].nunique()} cells)")
+            _record(vm, record)
     else:
         src = vm_data or committed_vm_results()
         if not src.exists():

@@ -20,6 +20,19 @@ def committed_vm_results() -> Path:
     return Path(str(resources.files("fairlab.validation") / "data" / "vm-grid.csv"))
 
 
+def _print_table(table: pd.DataFrame) -> None:
+    from rich.table import Table
+
+    t = Table(title="simulator vs kernel, cell by cell (shares in %, J of means over seeds)", title_justify="left")
+    for c in ("cell", "sim shares", "vm shares", "sim J", "vm J", "seeds", "verdict"):
+        t.add_column(c, justify="right" if c in ("sim J", "vm J", "seeds") else "left")
+    for r in table.itertuples():
+        verdict = "[green]agree[/]" if r.agree else f"[red]{escape(r.difference)}[/]"
+        t.add_row(escape(r.cell.replace("|", " · ")), r.sim_shares, r.vm_shares, f"{r.sim_j:.3f}", f"{r.vm_j:.3f}",
+                  f"{r.seeds_sim}/{r.seeds_vm}", verdict)
+    console.print(t)
+
+
 def _record(vm: pd.DataFrame, record: Path) -> None:
     """Merge this run's kernel results into ``record``: its cells replace the file's."""
     from ..validation import grid
@@ -88,7 +101,7 @@ def validate(
     table.to_csv(out / "grid.csv", index=False)
     missing = len(ids - set(vm["cell"]))
     agree = int(table["agree"].sum())
-    console.print(grid.markdown(table))
+    _print_table(table)
     if missing:
         console.print(f"note: {missing} cell(s) of --subset {escape(subset)} have no kernel results yet")
     console.print(f"{agree} of {len(table)} cells agree; table in {out / 'grid.md'}")

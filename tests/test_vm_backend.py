@@ -256,3 +256,14 @@ def test_ccid2_runs_on_the_real_kernels_dccp(tmp_path, vm_ready):
     # queue, whose own counter (whole frames, headers included) is larger.
     received_bytes = float(tr.samples["throughput_bps"].sum()) / 8  # 1-s intervals
     assert 0.8 * tr.meta["vm"]["bottleneck_totals"]["bytes"] < received_bytes < tr.meta["vm"]["bottleneck_totals"]["bytes"]
+
+
+def test_ecn_marks_are_counted_from_a_recorded_red_queue():
+    # A real guest's RED queue with ECN (10 Mbit/s, two ECN flows): tc's JSON puts
+    # RED's counters at the top level ("marked"), not under "xstats". Its cumulative
+    # "marked" read 92, 108, 112, 120, 123 at the five samples (by hand from the file);
+    # RED marked instead of dropping, so drops stay 0.
+    text = (DATA / "vm_qdisc_samples_red_ecn.txt").read_text()
+    b = bottleneck_samples(text, t0_ns=1_922_701_981, run=0)
+    assert list(b["marks"]) == [92, 16, 4, 8, 3]
+    assert b["drops"].sum() == 0

@@ -264,12 +264,7 @@ def bottleneck_samples(text: str, *, t0_ns: int, run: int) -> pd.DataFrame | Non
             continue
         drops = int(root.get("drops", 0))
         sent = int(root.get("bytes", 0))
-        marks = 0
-        for q in qdiscs:
-            xs = q.get("xstats") or {}
-            for k, v in xs.items():
-                if "mark" in k and isinstance(v, (int, float)):
-                    marks += int(v)
+        marks = sum(_marks(q) for q in qdiscs)
         rows.append({
             "run": run, "t": (t_ns - t0_ns) / 1e9, "queue_bytes": float(root.get("backlog", 0)),
             "queue_pkts": float(root.get("qlen", 0)),
@@ -346,6 +341,14 @@ def _with_meta(trace: Trace, scenario: Scenario, gplan: vm_plan.GuestPlan, img: 
     return Trace.from_frames(trace.samples, trace.flows, trace.bottleneck, meta)
 
 
+def _marks(qdisc: dict) -> int:
+    """ECN marks a qdisc counted: its counters named ``*mark*`` (red and choke
+    "marked", codel/fq_codel/pie "ecn_mark", fq_codel's "ce_mark", ...), which tc's
+    JSON puts at the top level or under "xstats" depending on the qdisc."""
+    fields = {**qdisc, **(qdisc.get("xstats") or {})}
+    return sum(int(v) for k, v in fields.items() if "mark" in k and isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
 def bottleneck_totals(text: str | None) -> dict[str, int] | None:
     """The bottleneck queue's counters over the whole run (htb's root on ``rd``, from
     ``tc -s -j qdisc show`` after the flows ended): bytes and packets it sent (whole
@@ -358,8 +361,7 @@ def bottleneck_totals(text: str | None) -> dict[str, int] | None:
     root = next((q for q in qdiscs if q.get("dev") == "rd" and q.get("root")), None)
     if root is None:
         return None
-    marks = sum(int(v) for q in qdiscs if q.get("dev") == "rd" for k, v in (q.get("xstats") or {}).items()
-                if "mark" in k and isinstance(v, (int, float)))
+    marks = sum(_marks(q) for q in qdiscs if q.get("dev") == "rd")
     return {"bytes": int(root.get("bytes", 0)), "packets": int(root.get("packets", 0)),
             "drops": int(root.get("drops", 0)), "marks": marks}
 

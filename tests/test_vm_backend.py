@@ -270,3 +270,10 @@ def test_ecn_marks_are_counted_from_a_recorded_red_queue():
     b = bottleneck_samples(text, t0_ns=1_922_701_981, run=0)
     assert list(b["marks"]) == [92, 16, 4, 8, 3]
     assert b["drops"].sum() == 0
+
+
+def test_an_unknown_qdisc_is_refused_listing_every_one_the_vm_has():
+    with pytest.raises(VmPlanError) as e:
+        qdisc_args(_resolved("nosuch"))
+    for q in ("droptail", "choke", "codel", "fq_codel", "pie", "red", "sfb", "cake"):
+        assert q in str(e.value)

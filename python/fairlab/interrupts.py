@@ -51,6 +51,19 @@ def exit_code(exc: BaseException) -> int:
 
 
 @contextmanager
+def _handlers(handler: Any) -> Iterator[None]:
+    """``handler`` for SIGINT and SIGTERM within the block, the previous ones after."""
+    old = {s: signal.getsignal(s) for s in HANDLED}
+    for s in HANDLED:
+        signal.signal(s, handler)
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
+
+
+@contextmanager
 def raising_on_signals() -> Iterator[None]:
     """Within the block, SIGINT and SIGTERM raise `Interrupted` in the main thread.
     Outside the main thread (signals cannot be handled there) this does nothing.
@@ -73,14 +86,8 @@ def raising_on_signals() -> Iterator[None]:
             return
         raise Interrupted(signum)
 
-    old = {s: signal.getsignal(s) for s in HANDLED}
-    for s in HANDLED:
-        signal.signal(s, _raise)
-    try:
+    with _handlers(_raise):
         yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h if h is not None else signal.SIG_DFL)
 
 
 @contextmanager
@@ -90,14 +97,8 @@ def signals_ignored() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = {s: signal.getsignal(s) for s in HANDLED}
-    for s in HANDLED:
-        signal.signal(s, signal.SIG_IGN)
-    try:
+    with _handlers(signal.SIG_IGN):
         yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h if h is not None else signal.SIG_DFL)
 
 
 @contextmanager

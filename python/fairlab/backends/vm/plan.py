@@ -138,7 +138,8 @@ def qdisc_args(resolved: dict[str, Any]) -> tuple[str, list[str]]:
             args += [key, token]
         return q, args
     raise VmPlanError(f"field `bottleneck.qdisc`: the vm backend has no queue discipline {q!r}; it has droptail, "
-                      f"{', '.join(sorted(TRANSLATABLE) [1:])} and the kernel's {', '.join(sorted(KERNEL_ONLY))}")
+                      f"{', '.join(q for q in sorted(TRANSLATABLE) if q != 'droptail')} and the kernel's "
+                      f"{', '.join(sorted(KERNEL_ONLY))}")
 
 
 def check(scenario: Scenario, image: Image, where: str = "") -> None:

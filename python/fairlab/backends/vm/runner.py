@@ -28,10 +28,9 @@ import io
 import json
 import os
 import re
-import signal
+import shutil
 import tarfile
 import tempfile
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from typing import Any
 import pandas as pd
 
 from ... import __version__
+from ...interrupts import raising_on_signals
 from ...scenario import Scenario
 from ...trace import Trace
 from ..iperf_pairs import receiver_samples
@@ -89,66 +89,55 @@ def run_vm(
         gplan = vm_plan.build(scenario, img, seed=seed, offloads=offloads)
     except vm_plan.VmPlanError as exc:
         raise VmError(str(exc)) from None
-    restore = _signals_raise()
     tmp = Path(tempfile.mkdtemp(prefix="fairlab-vm-"))
-    try:
-        initrd = tmp / "initrd.cpio"
-        entries = [
-            cpio.file("fairlab/run.sh", gplan.script.encode()),
-            cpio.file("fairlab/modules", ("\n".join(gplan.modules) + "\n").encode()),
-        ]
-        if any(gf.tool == "dccpgen" for gf in gplan.flows):
-            gen = vm_image.dccpgen_binary()
-            if gen is None:
-                raise VmError("this run has DCCP flows and fairlab's DCCP traffic generator is not built (make dccpgen)")
-            entries.append(cpio.file("usr/bin/fairlab-dccpgen", gen.read_bytes(), 0o755))
-        run_archive = cpio.archive(entries)
-        with open(initrd, "wb") as out, open(img.initrd, "rb") as base:
-            while chunk := base.read(1 << 20):
-                out.write(chunk)
-            out.write(run_archive)
-        argv = qemu.command(binary, img.kernel, initrd, kernel_cmdline(seed))
-        flow_seconds = sum(gf.seconds for gf in gplan.flows) + gplan.duration_ns / 1e9
-        timeout = TIMEOUT_BOOT_S + TIMEOUT_PER_FLOW_SECOND * flow_seconds
-        say(f"booting kernel {img.release} in QEMU (virtual time) for {gplan.duration_ns / 1e9:g} s of traffic")
+    with raising_on_signals():
         try:
-            boot = qemu.boot(argv, timeout_s=timeout)
-        except qemu.QemuError as exc:
-            raise VmError(str(exc)) from None
-        res = tmp / "res"
-        _extract(boot.archive, res)
-        if keep_dir is not None:
-            import shutil
-
-            dest = Path(keep_dir)
-            dest.mkdir(parents=True, exist_ok=True)
-            shutil.copytree(res, dest, dirs_exist_ok=True)
-            (dest / "run.sh").write_text(gplan.script)
-        err = _read(res / "error.txt")
-        if err:
-            raise VmError(f"in the guest: {err.strip()}")
-        trace = _collect(scenario, gplan, res, run_index=run_index)
-        return _with_meta(trace, scenario, gplan, img, res, boot, argv, seed=seed, run_index=run_index,
-                          offloads=offloads, qemu_binary=binary)
-    finally:
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-        restore()
+            return _boot_and_collect(scenario, gplan, img, binary, tmp, seed=seed, run_index=run_index,
+                                     offloads=offloads, keep_dir=keep_dir, say=say)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _signals_raise() -> Callable[[], None]:
-    """SIGTERM raises KeyboardInterrupt in the main thread (as SIGINT does), so the
-    ``finally`` that kills QEMU and removes the temp dir always runs."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-
-    def _raise(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    old = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, _raise)
-    return lambda: signal.signal(signal.SIGTERM, old if old is not None else signal.SIG_DFL)
+def _boot_and_collect(scenario: Scenario, gplan: vm_plan.GuestPlan, img: vm_image.Image, binary: str, tmp: Path, *,
+                      seed: int, run_index: int, offloads: bool, keep_dir: str | os.PathLike[str] | None,
+                      say: Progress) -> Trace:
+    """The per-run initramfs, the boot, and the results; ``tmp`` is removed by the caller."""
+    initrd = tmp / "initrd.cpio"
+    entries = [
+        cpio.file("fairlab/run.sh", gplan.script.encode()),
+        cpio.file("fairlab/modules", ("\n".join(gplan.modules) + "\n").encode()),
+    ]
+    if any(gf.tool == "dccpgen" for gf in gplan.flows):
+        gen = vm_image.dccpgen_binary()
+        if gen is None:
+            raise VmError("this run has DCCP flows and fairlab's DCCP traffic generator is not built (make dccpgen)")
+        entries.append(cpio.file("usr/bin/fairlab-dccpgen", gen.read_bytes(), 0o755))
+    run_archive = cpio.archive(entries)
+    with open(initrd, "wb") as out, open(img.initrd, "rb") as base:
+        while chunk := base.read(1 << 20):
+            out.write(chunk)
+        out.write(run_archive)
+    argv = qemu.command(binary, img.kernel, initrd, kernel_cmdline(seed))
+    flow_seconds = sum(gf.seconds for gf in gplan.flows) + gplan.duration_ns / 1e9
+    timeout = TIMEOUT_BOOT_S + TIMEOUT_PER_FLOW_SECOND * flow_seconds
+    say(f"booting kernel {img.release} in QEMU (virtual time) for {gplan.duration_ns / 1e9:g} s of traffic")
+    try:
+        boot = qemu.boot(argv, timeout_s=timeout)
+    except qemu.QemuError as exc:
+        raise VmError(str(exc)) from None
+    res = tmp / "res"
+    _extract(boot.archive, res)
+    if keep_dir is not None:
+        dest = Path(keep_dir)
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(res, dest, dirs_exist_ok=True)
+        (dest / "run.sh").write_text(gplan.script)
+    err = _read(res / "error.txt")
+    if err:
+        raise VmError(f"in the guest: {err.strip()}")
+    trace = _collect(scenario, gplan, res, run_index=run_index)
+    return _with_meta(trace, scenario, gplan, img, res, boot, argv, seed=seed, run_index=run_index,
+                      offloads=offloads, qemu_binary=binary)
 
 
 def _extract(archive: bytes, dest: Path) -> None:
@@ -185,6 +174,7 @@ def _collect(scenario: Scenario, gplan: vm_plan.GuestPlan, res: Path, *, run_ind
         raise VmError("the guest did not record its time zero (t0); see run.log in --keep-dir")
     sample_parts, flow_rows, notes = [], [], list(gplan.notes)
     interval_s = gplan.interval_ns / 1e9
+    specs = scenario.resolve()["flows"]
     for gf in gplan.flows:
         rc = _int_file(res / f"client-{gf.index}.rc")
         received = res / f"server-{gf.index}.json"
@@ -210,7 +200,7 @@ def _collect(scenario: Scenario, gplan: vm_plan.GuestPlan, res: Path, *, run_ind
         s["run"] = run_index
         sample_parts.append(s)
         row = (tx if tx is not None else rx).flows.iloc[0].to_dict()
-        spec = scenario.resolve()["flows"][gf.index]
+        spec = specs[gf.index]
         row.update({
             "flow": gf.index, "start_s": launched, "configured_start_s": spec["start_ns"] / 1e9,
             "min_srtt_s": row.get("rtt_s"), "rtt_s": spec["rtt_ns"] / 1e9, "ecn": bool(spec["ecn"]),

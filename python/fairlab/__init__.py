@@ -22,10 +22,10 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-import importlib  # noqa: E402
 import os  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO  # noqa: E402
+from ._lazy import lazy_names
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,16 +48,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value  # later look-ups skip this function
-        return value
-    raise AttributeError(f"module 'fairlab' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 
 def load(

@@ -9,8 +9,9 @@ sources and edge rules: docs/metrics.md.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from .._lazy import lazy_names
 
 # Jain, NRU and harm are what every analysis uses: imported now. Their public names
 # must be bound here (not lazily): `harm` and `nru` are also submodule names, and
@@ -63,16 +64,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 
 __all__ = [

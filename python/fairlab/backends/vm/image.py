@@ -28,6 +28,7 @@ separate image whose key includes those files' hashes.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import lzma
 import os
@@ -344,7 +345,7 @@ def uncompressed_kernel(bzimage: bytes) -> bytes:
 
 def _needed(data: bytes) -> list[str]:
     try:
-        elf = ELFFile(__import__("io").BytesIO(data))
+        elf = ELFFile(io.BytesIO(data))
     except ELFError:
         return []
     out: list[str] = []
@@ -356,7 +357,7 @@ def _needed(data: bytes) -> list[str]:
 
 def _interp(data: bytes) -> str | None:
     try:
-        elf = ELFFile(__import__("io").BytesIO(data))
+        elf = ELFFile(io.BytesIO(data))
     except ELFError:
         return None
     for seg in elf.iter_segments():

@@ -34,7 +34,7 @@ from ...scenario import Scenario
 from ..live import iperf
 from ..live.kernel_link import TRANSLATABLE, aqm_args, buffer_bytes, buffer_packets, netem_limit
 from ..live.netns import HEADER_BYTES
-from ..live.runner import RMEM_MIN_DEFAULT, WMEM_MIN_DEFAULT, socket_buffer_max, start_offsets_ns
+from ..host_settings import RMEM_MIN_DEFAULT, WMEM_MIN_DEFAULT, socket_buffer_max, start_offsets_ns
 from .errors import VmError
 from .image import Image, dccpgen_binary
 

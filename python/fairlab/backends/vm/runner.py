@@ -18,7 +18,7 @@ Read this first — the order of a run:
 
 Same scenario + seed + image ⇒ the same guest instructions ⇒ a byte-identical
 result archive (tested). The seed enters only through the flows' start jitter
-(`live.runner.start_offsets_ns`, the live backend's schedule) and the kernel command
+(`host_settings.start_offsets_ns`, the live backend's schedule too) and the kernel command
 line (recorded).
 """
 

@@ -10,15 +10,29 @@
 //! - slow start: 2^ρ − 1 segments (so the window grows 2^ρ-fold per RTT),
 //! - congestion avoidance: ρ²/W segments (so +ρ² segments per RTT).
 //!
-//! Both are counted per ACK, as in Linux, with the fractional part carried in an
-//! accumulator (Linux `snd_cwnd_cents`, ×128; ours is f64 so 2^ρ is exact rather
-//! than Linux's 1/8-step table). Loss: Reno's halving (Linux `tcp_reno_ssthresh`).
-//! Outside the Open state (recovery) Linux falls back to Reno; recovery holds the
-//! window still here anyway.
+//! Both are counted per ACK, not per acknowledged segment, as Linux does (so a
+//! delayed-ACK receiver halves them). The arithmetic is Linux 6.1's fixed point
+//! (`hybla_cong_avoid`, `hybla_recalc_param`), because its rounding is large
+//! at the windows of a 100 Mbit/s path:
 //!
-//! Deviation: Linux's `hybla_init` starts the window at ρ (after setting it to 2);
-//! the initial window here is the sender's (`CcInit`), because the controller has
-//! no RTT before the first ACK.
+//! - ρ is kept in eighths, rounded down: ρ·8 = ⌊8·SRTT/RTT0⌋, at least 8.
+//! - Slow start adds (2^⌊ρ⌋·F[ρ·8 mod 8] − 128)/128 with Linux's table
+//!   F = 128·2^(k/8) rounded down, 2^⌊ρ⌋ capped at 2^16.
+//! - Congestion avoidance adds ⌊128·ρ²/W⌋/128: the fraction is rounded down
+//!   to 1/128 of a segment, so at ρ = 4 a window above 1024 segments gets
+//!   +1/128 per ACK (W/128 per RTT, not 16), and above 2048 the increment is 0.
+//!   Then Linux falls back to Reno's +1 per W ACKs (`snd_cwnd_cnt`).
+//! - The leftover 1/128ths (`snd_cwnd_cents`) carry across losses.
+//!
+//! Loss: Reno's halving (Linux `tcp_reno_ssthresh`). Outside the Open state
+//! (recovery) Linux falls back to Reno; recovery holds the window still here
+//! anyway.
+//!
+//! Deviations: Linux's `hybla_init` starts the window at ⌊ρ⌋ from the
+//! handshake's RTT; the initial window here is the sender's (`CcInit`), because
+//! the controller has no RTT before the first ACK. After an RTO Linux grows by
+//! Reno's slow start until the lost data is repaired (`hybla_en` is off outside
+//! Open); here Hybla's slow start resumes at once.
 
 use super::segwin::{undo_to_saved, SegWindow};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
@@ -26,6 +40,9 @@ use netunits::{SimDuration, SimTime};
 
 /// Largest window, segments (Linux `hybla_init`: `snd_cwnd_clamp = 65535`).
 pub const CWND_CLAMP: u32 = 65535;
+
+/// Linux `hybla_fraction`: 2^(k/8) in 1/128ths, rounded down, for k = 0..7.
+const FRACTION_2_POW_K_OVER_8: [u32; 8] = [128, 139, 152, 165, 181, 197, 215, 234];
 
 /// Hybla's parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -56,10 +73,11 @@ impl HyblaConfig {
 #[derive(Clone, Copy, Debug)]
 struct State {
     w: SegWindow,
-    rho: f64,
+    /// ρ in eighths (Linux `rho_3ls`), at least 8.
+    rho_8ths: u32,
     min_srtt: Option<SimDuration>,
-    /// Fractional segments not yet added.
-    cents: f64,
+    /// Fractional segments not yet added, in 1/128ths (Linux `snd_cwnd_cents`).
+    cents: u32,
 }
 
 /// TCP Hybla.
@@ -73,7 +91,7 @@ pub struct Hybla {
 impl Hybla {
     /// A Hybla controller.
     pub fn new(cfg: HyblaConfig, init: &CcInit) -> Self {
-        Hybla { cfg, s: State { w: SegWindow::new(init), rho: 1.0, min_srtt: None, cents: 0.0 }, undo: None }
+        Hybla { cfg, s: State { w: SegWindow::new(init), rho_8ths: 8, min_srtt: None, cents: 0 }, undo: None }
     }
 
     /// Name-table constructor.
@@ -81,9 +99,21 @@ impl Hybla {
         Ok(Box::new(Hybla::new(HyblaConfig::from_params(p)?, init)))
     }
 
-    /// ρ = max(RTT_min/RTT0, 1).
+    /// ρ = max(RTT_min/RTT0, 1), in Linux's eighths.
     pub fn rho(&self) -> f64 {
-        self.s.rho
+        self.s.rho_8ths as f64 / 8.0
+    }
+
+    /// The per-ACK increment in 1/128 segment (Linux `increment`).
+    fn increment(&self, slow_start: bool) -> u32 {
+        let rho8 = self.s.rho_8ths;
+        let (rho, frac) = (rho8 >> 3, rho8 & 7);
+        if slow_start {
+            (1u32 << rho.min(16)) * FRACTION_2_POW_K_OVER_8[frac as usize] - 128
+        } else {
+            // ρ² in 1/128ths is (8ρ)²·2; divided by the window, rounded down.
+            ((rho8 as u64 * rho8 as u64 * 2) / self.s.w.cwnd.max(1) as u64) as u32
+        }
     }
 }
 
@@ -107,7 +137,8 @@ impl CongestionControl for Hybla {
         // ρ from the smallest smoothed RTT seen (Linux `hybla_recalc_param`).
         if ack.srtt > SimDuration::ZERO && self.s.min_srtt.is_none_or(|m| ack.srtt < m) {
             self.s.min_srtt = Some(ack.srtt);
-            self.s.rho = (ack.srtt.as_secs_f64() / self.cfg.rtt0.as_secs_f64()).max(1.0);
+            let eighths = 8 * ack.srtt.as_nanos() as u128 / self.cfg.rtt0.as_nanos().max(1) as u128;
+            self.s.rho_8ths = eighths.clamp(8, u32::MAX as u128 / 4) as u32;
         }
         if ack.in_recovery {
             return;
@@ -116,27 +147,36 @@ impl CongestionControl for Hybla {
         if ack.app_limited {
             return;
         }
-        let rho = self.s.rho;
+        let slow = self.s.w.in_slow_start();
+        let inc = self.increment(slow);
         let w = &mut self.s.w;
-        let slow = w.in_slow_start();
-        let inc = if slow { rho.exp2() - 1.0 } else { rho * rho / w.cwnd as f64 };
-        self.s.cents += inc;
-        // (The epsilon keeps k additions of 1/k from landing just below 1.)
-        let whole = (self.s.cents + 1e-9).floor();
-        self.s.cents -= whole;
-        // Linux `hybla_init` clamps the window at 65535 segments: with ρ = 24 one
-        // slow-start ACK alone would add 2^24 − 1.
-        w.cwnd = (w.cwnd as f64 + whole).min(CWND_CLAMP as f64) as u32;
-        if slow && w.cwnd > w.ssthresh {
-            w.cwnd = w.ssthresh;
+        if !slow && inc < 128 {
+            w.cnt = w.cnt.saturating_add(1);
         }
+        w.cwnd = w.cwnd.saturating_add(inc >> 7);
+        self.s.cents += inc % 128;
+        while self.s.cents >= 128 {
+            w.cwnd = w.cwnd.saturating_add(1);
+            self.s.cents -= 128;
+            w.cnt = 0;
+        }
+        // No fraction at all (W > 128·ρ²): Reno's +1 per window of ACKs.
+        if inc == 0 && w.cnt >= w.cwnd {
+            w.cwnd += 1;
+            w.cnt = 0;
+        }
+        if slow {
+            w.cwnd = w.cwnd.min(w.ssthresh);
+        }
+        // Linux `hybla_init` clamps the window at 65535 segments: with ρ = 24 one
+        // slow-start ACK alone would add 2^16·1.x.
+        w.cwnd = w.cwnd.min(CWND_CLAMP);
     }
 
     fn on_congestion_event(&mut self, _ev: &CongestionEvent) {
         self.undo = Some(self.s);
         let ss = self.s.w.cwnd / 2;
         self.s.w.enter_recovery(ss);
-        self.s.cents = 0.0;
     }
 
     fn on_recovery_exit(&mut self, _now: SimTime) {
@@ -147,15 +187,15 @@ impl CongestionControl for Hybla {
         self.undo = Some(self.s);
         let ss = self.s.w.cwnd / 2;
         self.s.w.enter_loss(ss);
-        self.s.cents = 0.0;
     }
 
     fn on_spurious_loss(&mut self, _now: SimTime) {
         if let Some(cur) = undo_to_saved(&mut self.s, &mut self.undo, |s| &mut s.w) {
             // What was measured about the path since the reduction stays: an undo
             // takes back a window decision, not what was learnt.
-            self.s.rho = cur.rho;
+            self.s.rho_8ths = cur.rho_8ths;
             self.s.min_srtt = cur.min_srtt;
+            self.s.cents = cur.cents;
         }
     }
 
@@ -210,42 +250,84 @@ mod tests {
         }
     }
 
-    #[test]
-    fn congestion_avoidance_adds_rho_squared_per_rtt() {
-        // RTT 100 ms → ρ = 4 → +16 segments per RTT (ρ²/W on each of W ACKs; the
-        // window rising within the round costs ρ²·ρ²/(2W) ≈ 0.1 here).
-        let mut h = hybla(100);
-        h.grow_to(2000);
-        h.loss_and_recover();
-        for k in 1..=5 {
-            let w = h.cwnd_segs();
-            h.round();
-            let step = h.cwnd_segs() as i64 - w as i64;
-            assert!((step - 16).abs() <= 1, "round {k}: step {step}");
+    /// A Hybla in congestion avoidance at window `w` segments with SRTT `srtt_us`.
+    fn in_ca(srtt_us: u64, w: u32) -> Hybla {
+        let mut c = Hybla::new(HyblaConfig::default(), &init(10));
+        c.s.w.cwnd = w;
+        c.s.w.ssthresh = w;
+        let srtt = SimDuration::from_micros(srtt_us);
+        c.on_ack(&ack_at(srtt, false));
+        c.s.w.cwnd = w; // forget the first ACK's growth
+        c.s.w.cnt = 0;
+        c.s.cents = 0;
+        c
+    }
+
+    fn ack_at(srtt: SimDuration, app_limited: bool) -> AckSample {
+        AckSample {
+            now: SimTime::from_millis(1),
+            acked_bytes: 1000,
+            acked_segments: 1,
+            rtt: Some(srtt),
+            srtt,
+            min_rtt: srtt,
+            prior_in_flight: 2000,
+            in_flight: 1000,
+            app_limited,
+            in_recovery: false,
+            rate: None,
         }
     }
 
-    #[test]
-    fn sending_rate_grows_at_the_same_pace_at_any_rtt() {
-        // Rate W/RTT grows by ρ²/RTT per RTT = 1/RTT0² segments/s per second,
-        // whatever the RTT (the point of Hybla).
-        let mut per_s2 = Vec::new();
-        for rtt in [50u64, 200] {
-            let mut h = hybla(rtt);
-            h.grow_to(4000);
-            h.loss_and_recover();
-            let r = h.rtt.as_secs_f64();
-            let (w0, t0) = (h.cwnd_segs() as f64, h.now);
-            for _ in 0..(2000 / rtt) {
-                h.round();
+    /// ACKs (one segment each) until the window first grows.
+    fn acks_to_grow(c: &mut Hybla) -> u32 {
+        let (w0, srtt) = (c.s.w.cwnd, c.s.min_srtt.unwrap());
+        for n in 1..100_000 {
+            c.on_ack(&ack_at(srtt, false));
+            if c.s.w.cwnd > w0 {
+                assert_eq!(c.s.w.cwnd, w0 + 1, "one segment at a time");
+                return n;
             }
-            let dt = (h.now - t0).as_secs_f64();
-            per_s2.push((h.cwnd_segs() as f64 - w0) / r / dt);
         }
-        let expect = 1.0 / (0.025f64 * 0.025);
-        for g in &per_s2 {
-            assert!((g - expect).abs() <= 0.05 * expect, "rate growth {g:.0} seg/s² vs {expect:.0}");
-        }
+        panic!("never grew");
+    }
+
+    #[test]
+    fn congestion_avoidance_rounds_rho_squared_over_w_down_to_128ths() {
+        // Linux hybla_cong_avoid at SRTT 100 ms: ρ·8 = 32, ρ² in 1/128ths =
+        // 32²·2 = 2048, and each ACK adds ⌊2048/W⌋/128 of a segment.
+        // W = 200: ⌊2048/200⌋ = 10 → +1 once 13 ACKs have added 130/128.
+        assert_eq!(acks_to_grow(&mut in_ca(100_000, 200)), 13);
+        // W = 1000: 2 per ACK → 64 ACKs (the paper's ρ²/W would need 62.5).
+        assert_eq!(acks_to_grow(&mut in_ca(100_000, 1000)), 64);
+        // W = 1500: 1 per ACK → 128 ACKs, i.e. +11.7 per RTT instead of ρ² = 16.
+        assert_eq!(acks_to_grow(&mut in_ca(100_000, 1500)), 128);
+        // W = 3000: ⌊2048/3000⌋ = 0 → Reno's +1 once W ACKs are counted.
+        assert_eq!(acks_to_grow(&mut in_ca(100_000, 3000)), 3000);
+        // SRTT 110 ms: ρ·8 = ⌊8·110/25⌋ = 35, 35²·2 = 2450; W = 1000 → 2 per ACK,
+        // the same 64 ACKs as at 100 ms (the exact ρ² = 19.4 would need 51.6).
+        assert_eq!(acks_to_grow(&mut in_ca(110_000, 1000)), 64);
+    }
+
+    #[test]
+    fn slow_start_uses_the_eighths_table() {
+        // SRTT 37.5 ms: ρ·8 = 12, so ⌊ρ⌋ = 1 and k = 4: the increment is
+        // 2·181 − 128 = 234/128 per ACK (2^1.5 − 1 = 1.83 exactly): +1 and 106
+        // left, then +1 and 212 → +1 more and 84 left.
+        let mut c = Hybla::new(HyblaConfig::default(), &init(2));
+        let srtt = SimDuration::from_micros(37_500);
+        c.on_ack(&ack_at(srtt, false));
+        assert_eq!((c.s.w.cwnd, c.s.cents), (3, 106));
+        c.on_ack(&ack_at(srtt, false));
+        assert_eq!((c.s.w.cwnd, c.s.cents), (5, 84));
+        assert_eq!(c.rho(), 1.5);
+    }
+
+    #[test]
+    fn an_application_limited_ack_does_not_grow() {
+        let mut c = in_ca(100_000, 200);
+        c.on_ack(&ack_at(SimDuration::from_millis(100), true));
+        assert_eq!((c.s.w.cwnd, c.s.cents), (200, 0));
     }
 
     #[test]

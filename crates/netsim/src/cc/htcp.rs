@@ -35,9 +35,10 @@
 //! makes its first sample ≈ 0). Linux's CA_Loss state after an RTO ends with the
 //! first ACK outside recovery here.
 
+use super::jiffies::{jiffies, ms_to_jiffies, rtt_jiffies, HZ};
 use super::segwin::SegWindow;
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
-use netunits::{SimDuration, SimTime};
+use netunits::SimTime;
 
 /// H-TCP's parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -83,24 +84,6 @@ impl HtcpConfig {
         }
         Ok(HtcpConfig { delta_l, rtt_scaling, bandwidth_switch, beta_min, beta_max })
     }
-}
-
-/// Kernel tick rate: Debian's amd64 kernels are built with CONFIG_HZ = 250.
-pub const HZ: u64 = 250;
-
-/// Linux `msecs_to_jiffies` (rounds up).
-const fn ms_to_jiffies(ms: u64) -> u64 {
-    (ms * HZ).div_ceil(1000)
-}
-
-/// Linux `usecs_to_jiffies` of a whole-microsecond RTT sample (rounds up).
-pub fn rtt_jiffies(rtt: SimDuration) -> u64 {
-    ((rtt.as_nanos() / 1000) * HZ).div_ceil(1_000_000)
-}
-
-/// The jiffies clock at `now`.
-fn jiffies(now: SimTime) -> u64 {
-    (now.as_nanos() as u128 * HZ as u128 / 1_000_000_000) as u64
 }
 
 /// H-TCP α(Δ) before scaling (Leith & Shorten 2004, Eq. 3); Δ and Δ_L in seconds.
@@ -432,6 +415,7 @@ impl CongestionControl for Htcp {
 mod tests {
     use super::super::testkit::{init, params, Harness};
     use super::*;
+    use netunits::SimDuration;
 
     fn htcp(json: &str, rtt_ms: u64) -> Harness {
         Harness::new(Htcp::build(&params(json), &init(10)).unwrap(), SimDuration::from_millis(rtt_ms))
@@ -460,10 +444,6 @@ mod tests {
         assert_eq!(factor_of_jiffies(275, 250), 2);
         assert_eq!(factor_of_jiffies(274, 250), 1);
         assert_eq!(factor_of_jiffies(250, 250), 1);
-        // RTT samples round up to whole 4 ms jiffies (usecs_to_jiffies).
-        assert_eq!(rtt_jiffies(SimDuration::from_micros(100_000)), 25);
-        assert_eq!(rtt_jiffies(SimDuration::from_micros(100_001)), 26);
-        assert_eq!(rtt_jiffies(SimDuration::from_micros(25_100)), 7);
     }
 
     #[test]

@@ -333,6 +333,7 @@ pub mod veno;
 pub mod yeah;
 pub mod westwood;
 pub mod htcp;
+mod jiffies;
 pub mod hybla;
 pub mod scalable;
 mod seg_reno;

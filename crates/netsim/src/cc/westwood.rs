@@ -20,12 +20,23 @@
 //! Because a random (non-congestion) loss leaves BWE intact, Westwood+ keeps
 //! far more of its window than Reno on lossy links — the point of the design.
 //!
-//! Linux applies Reno's halving at the start of recovery and sets
-//! `cwnd = ssthresh = BWE·RTT_min` when recovery completes
-//! (`CA_EVENT_COMPLETE_CWR`). We apply the papers' rule at the start (the
-//! sender needs a window during recovery) and Linux's at the end, so the window
-//! after recovery is Linux's.
+//! As Linux 6.1 does it: a loss episode starts with Reno's halving
+//! (`tcp_reno_ssthresh`), so recovery's PRR steers towards cwnd/2, and when
+//! recovery completes (`CA_EVENT_COMPLETE_CWR`) `cwnd = ssthresh = BWE·RTT_min`
+//! — a jump up when the pipe estimate exceeds half the window. An RTO sets
+//! ssthresh = BWE·RTT_min at once (`CA_EVENT_LOSS`).
+//!
+//! Arithmetic in the kernel's units ([`super::jiffies`], HZ = 250): RTT samples
+//! rounded up to whole 4 ms jiffies, intervals in whole jiffies, the minimum
+//! interval HZ/20 = 12 jiffies (48 ms), bandwidth in whole bytes per jiffy and
+//! integer 7/8 filters. The rounded-up RTT_min matters: at 25.1 ms it is 7
+//! jiffies (28 ms), so BWE·RTT_min is 12 % above the pipe.
+//!
+//! Deviations: before the first bandwidth sample Linux's BWE is 0 and its
+//! window after recovery 2 segments; here the window is left alone then. The
+//! first sampling interval starts at the first ACK (Linux: at connection set-up).
 
+use super::jiffies::{jiffies, rtt_jiffies, HZ};
 use super::seg_reno::SegReno;
 use super::{AckSample, CcError, CcInit, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::{SimDuration, SimTime};
@@ -60,23 +71,24 @@ impl WestwoodConfig {
 /// Westwood+ state.
 #[derive(Clone, Debug)]
 pub struct Westwood {
-    cfg: WestwoodConfig,
     mss: u64,
+    /// Shortest sampling interval in jiffies (HZ/20 = 12 by default, as Linux).
+    min_interval_j: u64,
     w: SegReno,
     /// Bytes ACKed in the current sampling interval.
     bk: u64,
-    /// Start of the current sampling interval (first ACK seen).
-    win_start: Option<SimTime>,
-    /// First filter stage, bytes/s.
-    bw_ns_est: f64,
-    /// Second filter stage: the bandwidth estimate BWE, bytes/s.
-    bw_est: f64,
+    /// Start of the current sampling interval, jiffies (first ACK seen).
+    win_start: Option<u64>,
+    /// First filter stage, bytes per jiffy.
+    bw_ns_est: u64,
+    /// Second filter stage: the bandwidth estimate BWE, bytes per jiffy.
+    bw_est: u64,
     /// Bandwidth samples taken so far.
     samples: u64,
-    /// Latest RTT sample.
-    rtt: Option<SimDuration>,
-    /// Smallest RTT since the last reset.
-    rtt_min: Option<SimDuration>,
+    /// Latest RTT sample, jiffies (rounded up).
+    rtt: Option<u64>,
+    /// Smallest RTT since the last reset, jiffies.
+    rtt_min: Option<u64>,
     /// After an RTO, take the next RTT sample as the new minimum (Linux
     /// `reset_rtt_min`: the path may have changed).
     reset_rtt_min: bool,
@@ -86,13 +98,13 @@ impl Westwood {
     /// A Westwood+ controller at the initial window.
     pub fn new(cfg: WestwoodConfig, init: &CcInit) -> Self {
         Westwood {
-            cfg,
             mss: init.mss.max(1),
+            min_interval_j: (cfg.min_sample_interval.as_nanos() as u128 * HZ as u128 / 1_000_000_000).max(1) as u64,
             w: SegReno::new(init.initial_cwnd_segments),
             bk: 0,
             win_start: None,
-            bw_ns_est: 0.0,
-            bw_est: 0.0,
+            bw_ns_est: 0,
+            bw_est: 0,
             samples: 0,
             rtt: None,
             rtt_min: None,
@@ -107,7 +119,7 @@ impl Westwood {
 
     /// The bandwidth estimate BWE in bytes per second.
     pub fn bandwidth_estimate(&self) -> f64 {
-        self.bw_est
+        (self.bw_est * HZ) as f64
     }
 
     /// Number of bandwidth samples taken.
@@ -115,36 +127,36 @@ impl Westwood {
         self.samples
     }
 
-    /// RTT_min as Westwood+ tracks it.
+    /// RTT_min as Westwood+ tracks it (whole jiffies).
     pub fn rtt_min(&self) -> Option<SimDuration> {
-        self.rtt_min
+        self.rtt_min.map(|j| SimDuration::from_nanos(j * 1_000_000_000 / HZ))
     }
 
-    /// Close the sampling interval if it has lasted more than max(RTT, 50 ms)
-    /// (Linux `westwood_update_window`).
-    fn update_window(&mut self, now: SimTime) {
+    /// Close the sampling interval if it has lasted more than max(RTT, HZ/20)
+    /// jiffies (Linux `westwood_update_window`).
+    fn update_window(&mut self, now_j: u64) {
         let Some(start) = self.win_start else {
-            self.win_start = Some(now);
+            self.win_start = Some(now_j);
             return;
         };
         let Some(rtt) = self.rtt else { return };
-        let delta = now.saturating_since(start);
-        if delta > rtt.max(self.cfg.min_sample_interval) {
-            let sample = self.bk as f64 / delta.as_secs_f64();
-            self.filter(sample);
+        let delta = now_j.saturating_sub(start);
+        if delta > rtt.max(self.min_interval_j) {
+            self.filter(self.bk / delta);
             self.bk = 0;
-            self.win_start = Some(now);
+            self.win_start = Some(now_j);
         }
     }
 
-    /// Two cascaded 7/8 low-pass stages; the first sample fills both.
-    fn filter(&mut self, sample: f64) {
-        if self.samples == 0 {
+    /// Two cascaded integer 7/8 low-pass stages (Linux `westwood_do_filter`);
+    /// while both are 0 a sample fills both.
+    fn filter(&mut self, sample: u64) {
+        if self.bw_ns_est == 0 && self.bw_est == 0 {
             self.bw_ns_est = sample;
             self.bw_est = sample;
         } else {
-            self.bw_ns_est = (7.0 * self.bw_ns_est + sample) / 8.0;
-            self.bw_est = (7.0 * self.bw_est + self.bw_ns_est) / 8.0;
+            self.bw_ns_est = (7 * self.bw_ns_est + sample) >> 3;
+            self.bw_est = (7 * self.bw_est + self.bw_ns_est) >> 3;
         }
         self.samples += 1;
     }
@@ -156,8 +168,7 @@ impl Westwood {
         if self.samples == 0 {
             return None;
         }
-        let segs = (self.bw_est * rtt_min.as_secs_f64() / self.mss as f64).floor() as u64;
-        Some(segs.max(2))
+        Some((self.bw_est * rtt_min / self.mss).max(2))
     }
 }
 
@@ -175,12 +186,12 @@ impl CongestionControl for Westwood {
     }
 
     fn on_ack(&mut self, ack: &AckSample) {
-        if let Some(r) = ack.rtt {
-            self.rtt = Some(r);
+        if let Some(r) = ack.rtt.filter(|r| r.as_nanos() >= 1000) {
+            self.rtt = Some(rtt_jiffies(r));
         }
         // Bandwidth accounting runs on every ACK, recovery included: ACKs in
         // recovery measure delivery as well (Linux `tcp_westwood_ack`).
-        self.update_window(ack.now);
+        self.update_window(jiffies(ack.now));
         self.bk += ack.acked_bytes;
         if let Some(r) = self.rtt {
             self.rtt_min = Some(match self.rtt_min {
@@ -192,18 +203,10 @@ impl CongestionControl for Westwood {
         self.w.reno_on_ack(ack);
     }
 
-    /// Mascolo et al. 2001 §2: ssthresh = BWE·RTT_min; cwnd = ssthresh if
-    /// larger. Before any bandwidth sample exists there is nothing to set the
-    /// window to, so Reno's halving stands in (Linux would use 2 segments).
+    /// Linux: the `ssthresh` op is `tcp_reno_ssthresh`; the Westwood rule waits
+    /// for the end of recovery.
     fn on_congestion_event(&mut self, _ev: &CongestionEvent) {
-        match self.bw_rttmin_segments() {
-            Some(s) => {
-                let cwnd = self.w.cwnd;
-                self.w.reduce_to(s);
-                self.w.cwnd = cwnd.min(self.w.ssthresh);
-            }
-            None => self.w.halve(),
-        }
+        self.w.halve();
     }
 
     /// Linux `CA_EVENT_COMPLETE_CWR`: cwnd = ssthresh = BWE·RTT_min, with the
@@ -283,22 +286,43 @@ mod tests {
         // 1 MB/s with RTT_min 80 ms (one early sample), then 100 ms samples.
         s.ack(SimDuration::from_millis(80));
         ack_at_rate(&mut s, SimDuration::from_millis(1), SimDuration::from_millis(100), 10);
+        // 80 ms is 20 jiffies exactly.
         assert_eq!(s.cc.rtt_min(), Some(SimDuration::from_millis(80)));
-        // BWE · RTT_min = 1e6 B/s · 0.08 s = 80 000 B = 80 segments.
+        // BWE = 1e6 B/s = 4000 B per jiffy; BWE · RTT_min = 4000 · 20 = 80 000 B
+        // = 80 segments (Linux tcp_westwood_bw_rttmin).
         let cwnd = s.cwnd();
-        assert!(cwnd > 80, "window {cwnd} must exceed the pipe for the test");
+        assert!(cwnd > 160, "window {cwnd} must exceed twice the pipe for the test");
         s.loss(CongestionSignal::Loss);
-        let bwe = s.cc.bandwidth_estimate();
-        let want = (bwe * 0.08 / PATH_MSS as f64).floor() as u64;
-        assert!((79..=80).contains(&want));
-        assert_eq!(s.cc.ssthresh(), want * PATH_MSS);
-        assert_eq!(s.cwnd(), want, "cwnd = ssthresh when it was larger");
-        // Recovery end (Linux COMPLETE_CWR): cwnd = ssthresh = BWE·RTT_min again.
+        let bw_per_jiffy = (s.cc.bandwidth_estimate() / 250.0) as u64;
+        let want = bw_per_jiffy * 20 / PATH_MSS;
+        assert!((79..=80).contains(&want), "{want}");
+        // Linux's ssthresh op is Reno's: recovery steers towards cwnd/2 ...
+        assert_eq!(s.cwnd(), cwnd / 2);
+        assert_eq!(s.cc.ssthresh(), cwnd / 2 * PATH_MSS);
+        // ... and recovery's end (COMPLETE_CWR) sets cwnd = ssthresh = BWE·RTT_min.
         s.cc.on_recovery_exit(s.now);
         assert_eq!(s.cwnd(), want);
+        assert_eq!(s.cc.ssthresh(), want * PATH_MSS);
         s.cc.on_rto(s.now, 0);
         assert_eq!(s.cwnd(), 1, "RTO: one segment");
         assert_eq!(s.cc.ssthresh(), want * PATH_MSS, "RTO: ssthresh = BWE·RTT_min");
+    }
+
+    #[test]
+    fn rtt_min_counts_in_whole_jiffies_rounded_up() {
+        // 1 MB/s ≈ 4000 B per jiffy (the integer filters settle a little
+        // below) with RTT 25.1 ms: RTT_min = ⌈25.1/4⌉ = 7 jiffies, so the window
+        // after recovery is ⌊BWE·7/1000⌋ ≈ 27–28 segments where the pipe holds
+        // 25.1 (Linux usecs_to_jiffies in tcp_westwood_pkts_acked).
+        let mut s = Synth::new(Westwood::new(WestwoodConfig::default(), &init()));
+        ack_at_rate(&mut s, SimDuration::from_millis(1), SimDuration::from_micros(25_100), 30);
+        assert_eq!(s.cc.rtt_min(), Some(SimDuration::from_millis(28)));
+        let bw_per_jiffy = (s.cc.bandwidth_estimate() / 250.0) as u64;
+        assert!((3950..=4000).contains(&bw_per_jiffy), "{bw_per_jiffy}");
+        s.loss(CongestionSignal::Loss);
+        s.cc.on_recovery_exit(s.now);
+        assert_eq!(s.cwnd(), bw_per_jiffy * 7 / 1000);
+        assert!(s.cwnd() >= 27);
     }
 
     #[test]

@@ -12,11 +12,15 @@
 //!   other RTT (Linux: the +1 is skipped on alternate full windows).
 //! - Decrease (§II-A): on loss ssthresh = cwnd·4/5 if N < β (probably a random
 //!   loss), else cwnd/2 (Reno).
-//! - With fewer than three RTT samples since the connection (re)entered the Open
-//!   state Veno is plain Reno (Linux `cntrtt <= 2`).
+//! - With fewer than three RTT samples since the connection started (or
+//!   restarted from idle) Veno is plain Reno (Linux `cntrtt <= 2`; Linux 6.1
+//!   never resets the count on a loss, `veno_enable` leaves it).
 //!
-//! Linux keeps N doubled (`V_PARAM_SHIFT` = 1) for integer precision; here it is
-//! f64. Slow start is Linux's (per acknowledged segment).
+//! Arithmetic as Linux 6.1's `tcp_veno_cong_avoid`: RTTs in whole µs plus one
+//! (`vrtt`), N doubled (`V_PARAM_SHIFT` = 1) with the expected window rounded
+//! down, so 2N = 2W − ⌊2W·BaseRTT/RTT⌋ is compared with 2β = 6. Slow start is
+//! Linux's (per acknowledged segment). A restart from idle re-initialises Veno,
+//! BaseRTT included (`tcp_veno_cwnd_event` → `tcp_veno_init`).
 
 use super::segwin::{undo_to_saved, SegWindow};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
@@ -132,9 +136,10 @@ impl CongestionControl for Veno {
             return;
         };
         let w = &mut self.s.w;
-        // N = cwnd·(RTT − BaseRTT)/RTT.
-        let rtt_s = r.as_secs_f64().max(1e-9);
-        self.s.n = w.cwnd as f64 * (rtt_s - base.as_secs_f64()) / rtt_s;
+        // 2N = 2·cwnd − ⌊2·cwnd·BaseRTT/RTT⌋, RTTs in µs + 1 (Linux `vrtt`).
+        let vrtt = |d: SimDuration| d.as_nanos() / 1000 + 1;
+        let target2 = (w.cwnd as u64 * vrtt(base) * 2) / vrtt(r);
+        self.s.n = ((2 * w.cwnd as u64).saturating_sub(target2)) as f64 / 2.0;
         let mut acked = ack.acked_segments;
         if w.in_slow_start() {
             acked = w.slow_start(acked);
@@ -164,7 +169,6 @@ impl CongestionControl for Veno {
         self.undo = Some(self.s);
         let ss = self.ssthresh_for();
         self.s.w.enter_recovery(ss);
-        self.s.cntrtt = 0;
     }
 
     fn on_recovery_exit(&mut self, _now: SimTime) {
@@ -175,7 +179,6 @@ impl CongestionControl for Veno {
         self.undo = Some(self.s);
         let ss = self.ssthresh_for();
         self.s.w.enter_loss(ss);
-        self.s.cntrtt = 0;
     }
 
     fn on_spurious_loss(&mut self, _now: SimTime) {
@@ -189,6 +192,8 @@ impl CongestionControl for Veno {
     fn on_idle_restart(&mut self, _now: SimTime) {
         self.s.w.idle_restart();
         self.s.cntrtt = 0;
+        self.s.base_rtt = None;
+        self.s.inc = true;
     }
 
     fn metrics(&self) -> CcMetrics {
@@ -231,10 +236,26 @@ mod tests {
                 rate: None,
             });
         }
-        // N = (W/BaseRTT − W/RTT)·BaseRTT with W the window when N was computed
-        // (before this ACK's slow-start increment).
-        let w = (c.cwnd() / 1000 - 1) as f64;
-        assert!((c.backlog() - (w / 0.1 - w / 0.125) * 0.1).abs() < 1e-9, "N = {}", c.backlog());
+        // Linux: 2N = 2W − ⌊2W·vBase/vRTT⌋ with W the window when N was
+        // computed (before this ACK's slow-start increment), vRTT = µs + 1:
+        // W = 13 → 26 − ⌊26·100001/125001⌋ = 26 − 20 = 6, N = 3 (exactly
+        // (W/BaseRTT − W/RTT)·BaseRTT = 2.6 would be below β).
+        let w = c.cwnd() / 1000 - 1;
+        assert_eq!(w, 13);
+        assert_eq!(c.backlog(), 3.0);
+    }
+
+    #[test]
+    fn a_loss_does_not_reset_the_sample_count() {
+        // Linux 6.1 resets cntrtt only in tcp_veno_init, so right after recovery
+        // the first ACK is judged by Veno: with 30 % queueing delay N ≥ 3 and the
+        // next loss halves, however few samples followed the first one.
+        let mut h = in_ca();
+        h.rtt = SimDuration::from_millis(130);
+        h.ack(1);
+        let w = h.cwnd_segs();
+        h.loss();
+        assert_eq!(h.cwnd_segs(), w / 2);
     }
 
     #[test]

@@ -19,6 +19,17 @@
 //!   ssthresh go back to at least their pre-reduction values.
 //! - Like Linux (`tcp_is_cwnd_limited`) and RFC 7661's spirit, an ACK from an
 //!   application-limited sender does not grow the window.
+//!
+//! Against Linux 6.1's `tcp_reno_cong_avoid` / `tcp_reno_ssthresh` (audited
+//! hook by hook): the congestion-avoidance increase is the same (+1 segment
+//! per cwnd of acknowledged segments, counted per segment, not per ACK; a
+//! stretch ACK that covers more than a window earns only one segment here where
+//! `tcp_cong_avoid_ai` credits ⌊acked/cwnd⌋). Deliberate differences, both
+//! invisible with full-sized segments and ACKs of at most two segments: slow
+//! start counts at most L = 2 segments per ACK (RFC 3465; Linux counts all),
+//! and ssthresh halves FlightSize (RFC 5681 Eq. 4) where Linux halves cwnd.
+//! The delay-based modules' Reno parts use Linux's own arithmetic
+//! (`seg_reno.rs`).
 
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::SimTime;

@@ -16,8 +16,15 @@
 //! - Each ACK adds α/W (counted per acknowledged segment as Linux does); a loss
 //!   leaves (1 − β)·W. An RTO resets α = 1, β = 1/2 (Linux `tcp_illinois_state`).
 //!
-//! Linux's fixed point (α ×128, β ×64) is replaced by f64; the round boundary is
-//! [`RoundTracker`] rather than `end_seq`.
+//! Arithmetic is Linux 6.1's: RTTs in whole µs, α in 1/128 (α_min = ⌊0.3·128⌋
+//! = 38, i.e. 0.297) and β in 1/64, each rounded down as `alpha()` and
+//! `beta()` compute them; the increase counts the ACK's acknowledged segments
+//! (`ca->acked`), and a slow-start ACK's leftover beyond ssthresh is dropped
+//! (`tcp_slow_start`'s return value is ignored). Linux updates α and β in
+//! `cong_avoid` only, so a round that ends during recovery is judged on the
+//! first ACK after it. The round boundary is [`RoundTracker`] rather than
+//! `end_seq`. [`IllinoisConfig::alpha_curve`] and
+//! [`IllinoisConfig::beta_curve`] are the paper's real-valued curves.
 
 use super::segwin::{undo_to_saved, RoundTracker, SegWindow};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
@@ -94,6 +101,11 @@ impl IllinoisConfig {
     }
 }
 
+/// A sample in whole microseconds (Linux `rtt_us`).
+fn us(d: SimDuration) -> u64 {
+    d.as_nanos() / 1000
+}
+
 #[derive(Clone, Copy, Debug)]
 struct State {
     w: SegWindow,
@@ -101,12 +113,20 @@ struct State {
     beta: f64,
     base_rtt: Option<SimDuration>,
     max_rtt: Option<SimDuration>,
-    sum_rtt: f64,
+    sum_rtt_us: u64,
     cnt_rtt: u32,
     rtt_above: bool,
     rtt_low: u32,
     round: RoundTracker,
+    /// A round ended during recovery: judge it on the next ACK outside it.
+    update_due: bool,
+    /// α ×128 and β ×64, as Linux keeps them.
+    alpha_fp: u64,
+    beta_fp: u64,
 }
+
+/// Linux `RTT_MAX`: samples are capped so that the α arithmetic cannot wrap.
+const RTT_MAX_US: u64 = u32::MAX as u64 / 1280;
 
 /// TCP-Illinois.
 #[derive(Clone, Debug)]
@@ -125,11 +145,14 @@ impl Illinois {
             beta: cfg.beta_max,
             base_rtt: None,
             max_rtt: None,
-            sum_rtt: 0.0,
+            sum_rtt_us: 0,
             cnt_rtt: 0,
             rtt_above: false,
             rtt_low: 0,
             round: RoundTracker::default(),
+            update_due: false,
+            alpha_fp: (cfg.alpha_max * 128.0).floor() as u64,
+            beta_fp: (cfg.beta_max * 64.0).floor() as u64,
         };
         Illinois { cfg, s, undo: None }
     }
@@ -140,42 +163,70 @@ impl Illinois {
     }
 
     /// Linux `update_params`, once per RTT.
+    fn fp(&self) -> (u64, u64, u64, u64) {
+        let c = &self.cfg;
+        ((c.alpha_min * 128.0).floor() as u64, (c.alpha_max * 128.0).floor() as u64, (c.beta_min * 64.0).floor() as u64, (c.beta_max * 64.0).floor() as u64)
+    }
+
+    /// Linux `update_params`, once per round.
     fn update_params(&mut self) {
+        let (_, _, _, beta_base) = self.fp();
         if self.s.w.cwnd < self.cfg.win_thresh {
-            self.s.alpha = 1.0;
-            self.s.beta = 0.5;
+            self.s.alpha_fp = 128;
+            self.s.beta_fp = beta_base;
         } else if self.s.cnt_rtt > 0 {
-            let base = self.s.base_rtt.map_or(0.0, |b| b.as_secs_f64());
-            let dm = self.s.max_rtt.map_or(0.0, |m| m.as_secs_f64()) - base;
-            let da = self.s.sum_rtt / self.s.cnt_rtt as f64 - base;
-            self.s.alpha = self.alpha_with_hysteresis(da, dm);
-            self.s.beta = self.cfg.beta_curve(da, dm);
+            let base = self.s.base_rtt.map_or(0, us);
+            let dm = self.s.max_rtt.map_or(0, us).saturating_sub(base);
+            let da = (self.s.sum_rtt_us / self.s.cnt_rtt as u64).saturating_sub(base);
+            self.s.alpha_fp = self.alpha_with_hysteresis(da, dm);
+            self.s.beta_fp = self.beta_fp_of(da, dm);
         }
-        self.s.sum_rtt = 0.0;
+        self.s.alpha = self.s.alpha_fp as f64 / 128.0;
+        self.s.beta = self.s.beta_fp as f64 / 64.0;
+        self.s.sum_rtt_us = 0;
         self.s.cnt_rtt = 0;
     }
 
-    fn alpha_with_hysteresis(&mut self, da: f64, dm: f64) -> f64 {
-        if da <= dm / 100.0 {
+    /// Linux `alpha()` in 1/128, delays in µs.
+    fn alpha_with_hysteresis(&mut self, da: u64, dm: u64) -> u64 {
+        let (a_min, a_max, _, _) = self.fp();
+        let d1 = dm / 100;
+        if da <= d1 {
             if !self.s.rtt_above {
-                return self.cfg.alpha_max;
+                return a_max;
             }
             // θ good RTTs before jumping back to α_max.
             self.s.rtt_low += 1;
             if self.s.rtt_low < self.cfg.theta {
-                return self.s.alpha;
+                return self.s.alpha_fp;
             }
             self.s.rtt_low = 0;
             self.s.rtt_above = false;
-            return self.cfg.alpha_max;
+            return a_max;
         }
         self.s.rtt_above = true;
-        self.cfg.alpha_curve(da, dm)
+        let (dm, da) = (dm - d1, da - d1);
+        dm * a_max / (dm + da * (a_max - a_min) / a_min.max(1))
     }
 
+    /// Linux `beta()` in 1/64, delays in µs.
+    fn beta_fp_of(&self, da: u64, dm: u64) -> u64 {
+        let (_, _, b_min, b_max) = self.fp();
+        let d2 = dm / 10;
+        if da <= d2 {
+            return b_min;
+        }
+        let d3 = 8 * dm / 10;
+        if da >= d3 || d3 <= d2 {
+            return b_max;
+        }
+        (b_min * d3 + (b_max - b_min) * da - b_max * d2) / (d3 - d2)
+    }
+
+    /// Linux `tcp_illinois_ssthresh`: cwnd − (cwnd·β ×64 >> 6), at least 2.
     fn ssthresh_for(&self) -> u32 {
-        let w = self.s.w.cwnd as f64;
-        ((w - (w * self.s.beta).floor()) as u32).max(2)
+        let w = self.s.w.cwnd as u64;
+        (w - ((w * self.s.beta_fp) >> 6)).max(2) as u32
     }
 
     /// Current α (segments per RTT) and β.
@@ -203,36 +254,38 @@ impl CongestionControl for Illinois {
         }
         // Linux `tcp_illinois_acked`: every RTT sample feeds base/max/average.
         if let Some(rtt) = ack.rtt {
+            let rtt = SimDuration::from_micros(us(rtt).min(RTT_MAX_US));
             self.s.base_rtt = Some(self.s.base_rtt.map_or(rtt, |b| b.min(rtt)));
             self.s.max_rtt = Some(self.s.max_rtt.map_or(rtt, |m| m.max(rtt)));
-            self.s.sum_rtt += rtt.as_secs_f64();
+            self.s.sum_rtt_us += us(rtt);
             self.s.cnt_rtt += 1;
         }
         if self.s.round.on_ack(ack.acked_bytes, ack.in_flight) {
-            self.update_params();
+            self.s.update_due = true;
         }
         if ack.in_recovery {
             return;
+        }
+        if self.s.update_due {
+            self.s.update_due = false;
+            self.update_params();
         }
         self.s.w.in_recovery = false;
         if ack.app_limited {
             return;
         }
         let w = &mut self.s.w;
-        let mut acked = ack.acked_segments;
         if w.in_slow_start() {
-            acked = w.slow_start(acked);
-            if acked == 0 {
-                return;
-            }
+            w.slow_start(ack.acked_segments);
+            return;
         }
         // W += α/W per acknowledged segment, as Linux counts it: segments pile
-        // up in the counter until counter·α reaches W, then the window grows by
-        // ⌊counter·α/W⌋ and the counter restarts.
-        w.cnt = w.cnt.saturating_add(acked);
-        let delta = (w.cnt as f64 * self.s.alpha + 1e-9) / w.cwnd as f64;
-        if delta >= 1.0 {
-            w.cwnd = w.cwnd.saturating_add(delta.floor() as u32);
+        // up in the counter until ⌊counter·α/128⌋ reaches W, then the window
+        // grows by ⌊that/W⌋ and the counter restarts.
+        w.cnt = w.cnt.saturating_add(ack.acked_segments);
+        let delta = (w.cnt as u64 * self.s.alpha_fp) >> 7;
+        if delta >= w.cwnd as u64 {
+            w.cwnd = w.cwnd.saturating_add((delta / w.cwnd as u64) as u32);
             w.cnt = 0;
         }
     }
@@ -252,12 +305,16 @@ impl CongestionControl for Illinois {
         let ss = self.ssthresh_for();
         self.s.w.enter_loss(ss);
         // CA_Loss: back to Reno-like parameters and a fresh round.
+        let beta_base = self.fp().3;
+        self.s.alpha_fp = 128;
+        self.s.beta_fp = beta_base;
         self.s.alpha = 1.0;
-        self.s.beta = 0.5;
+        self.s.beta = beta_base as f64 / 64.0;
         self.s.rtt_low = 0;
         self.s.rtt_above = false;
-        self.s.sum_rtt = 0.0;
+        self.s.sum_rtt_us = 0;
         self.s.cnt_rtt = 0;
+        self.s.update_due = false;
         self.s.round.reset();
     }
 
@@ -275,7 +332,7 @@ impl CongestionControl for Illinois {
     }
 
     fn metrics(&self) -> CcMetrics {
-        self.s.w.metrics(if self.s.alpha >= self.cfg.alpha_max { "low_delay" } else { "high_delay" })
+        self.s.w.metrics(if self.s.alpha_fp >= self.fp().1 { "low_delay" } else { "high_delay" })
     }
 }
 
@@ -301,6 +358,40 @@ mod tests {
         assert_eq!(c.beta_curve(10.0, dm), 0.125);
         assert_eq!(c.beta_curve(80.0, dm), 0.5);
         assert!((c.beta_curve(45.0, dm) - (0.125 + 0.375 * 35.0 / 70.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn alpha_and_beta_in_linux_fixed_point() {
+        // Base 100 ms, max 200 ms, average 145 ms: d_m = 100000 µs, d_a = 45000 µs.
+        // Linux alpha(): d1 = 1000, 99000·1280 / (99000 + ⌊44000·1242/38⌋)
+        // = 126720000 / 1537105 = 82 (0.641). beta(): d2 = 10000, d3 = 80000,
+        // (8·80000 + 24·45000 − 32·10000)/70000 = 20 (0.3125).
+        let mut c = Illinois::new(IllinoisConfig::default(), &init(10));
+        c.s.w.cwnd = 300;
+        for (i, rtt) in [100u64, 200, 135].into_iter().enumerate() {
+            let d = SimDuration::from_millis(rtt);
+            c.on_ack(&AckSample {
+                now: SimTime::from_millis(1 + i as u64),
+                acked_bytes: 0,
+                acked_segments: 1,
+                rtt: Some(d),
+                srtt: d,
+                min_rtt: SimDuration::from_millis(100),
+                prior_in_flight: 1_000_000,
+                in_flight: 1_000_000,
+                app_limited: true,
+                in_recovery: false,
+                rate: None,
+            });
+        }
+        c.s.cnt_rtt = 3;
+        c.s.sum_rtt_us = 435_000;
+        c.update_params();
+        assert_eq!((c.s.alpha_fp, c.s.beta_fp), (82, 20));
+        // tcp_illinois_ssthresh: 300 − (300·20 >> 6) = 300 − 93 = 207.
+        assert_eq!(c.ssthresh_for(), 207);
+        // At d_a = d_m: α = 99000·1280/(99000 + ⌊99000·1242/38⌋) = 38 = α_min.
+        assert_eq!(c.alpha_with_hysteresis(100_000, 100_000), 38);
     }
 
     fn ill() -> Harness {

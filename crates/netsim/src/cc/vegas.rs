@@ -5,25 +5,29 @@
 //! Read this first. Once per packet-timed round Vegas compares the rate it
 //! expects with an empty queue, `cwnd / BaseRTT`, with the rate it gets,
 //! `cwnd / RTT`, and turns the difference into packets it keeps queued at the
-//! bottleneck (paper §3.2):
+//! bottleneck. Linux 6.1 (`tcp_vegas_cong_avoid`), which this follows, scales
+//! the rate difference by RTT and rounds down:
 //!
 //! ```text
-//! diff = (cwnd/BaseRTT − cwnd/RTT) · BaseRTT = cwnd · (RTT − BaseRTT) / RTT
+//! diff = ⌊cwnd · (RTT − BaseRTT) / BaseRTT⌋     (RTTs in µs + 1, Linux `vrtt`)
 //! ```
 //!
 //! - congestion avoidance: diff < α → cwnd + 1; diff > β → cwnd − 1; else hold.
-//!   So Vegas holds between α = 2 and β = 4 packets in the queue.
+//!   With α = 2, β = 4 and the rounding, Vegas holds 2 to just under 5 of its
+//!   expected-rate packets in the queue.
 //! - slow start: exponential like Reno while diff ≤ γ = 1; when diff > γ, leave
-//!   slow start with cwnd = (actual rate · BaseRTT) + 1 (Linux; the paper
+//!   slow start with cwnd = ⌊cwnd·BaseRTT/RTT⌋ + 1 (Linux; the paper
 //!   instead doubles every other RTT and cuts by 1/8 on exit).
 //! - BaseRTT = lowest RTT seen; RTT = lowest sample within the last round, which
 //!   filters delayed-ACK noise (Linux). A round with fewer than three RTT samples
 //!   is treated as Reno (Linux: likely only delayed ACKs).
 //! - loss, RTO, undo: Reno (Linux `tcp_reno_ssthresh`, `tcp_reno_undo_cwnd`).
 //!
-//! Linux computes `diff = cwnd·(RTT − BaseRTT)/BaseRTT` (dividing by BaseRTT);
-//! we use the paper's form above, as the fairlab brief specifies, which is the
-//! queue occupancy in packets exactly. The two agree for small queues.
+//! The paper (Brakmo & Peterson 1995 §3.2) measures the same difference in
+//! packets actually queued, `cwnd·(RTT − BaseRTT)/RTT`, unrounded; the simulator
+//! used that until the kernel became the yardstick. The two agree for small
+//! queues; Linux's is larger by RTT/BaseRTT and its rounding shifts the band up
+//! by almost a packet.
 
 use super::seg_reno::{RttRounds, SegReno};
 use super::{AckSample, CcError, CcInit, CongestionControl, CongestionEvent, ParamReader, Params};
@@ -63,6 +67,11 @@ impl VegasConfig {
         }
         Ok(VegasConfig { alpha, beta, gamma })
     }
+}
+
+/// An RTT as Linux's Vegas keeps it: whole µs plus one (`vrtt`, never zero).
+fn vrtt(d: SimDuration) -> u64 {
+    d.as_nanos() / 1000 + 1
 }
 
 /// Vegas state.
@@ -124,16 +133,17 @@ impl Vegas {
             self.w.reno_on_ack(ack);
             return;
         }
-        let cwnd = self.w.cwnd as f64;
-        let (rtt_s, base_s) = (rtt.as_secs_f64(), base.as_secs_f64());
-        let diff = cwnd * (rtt_s - base_s) / rtt_s;
+        let cwnd = self.w.cwnd;
+        let (rtt_v, base_v) = (vrtt(rtt), vrtt(base));
+        // Linux: diff = cwnd·(rtt − baseRTT)/baseRTT in integers.
+        let diff = (cwnd * rtt_v.saturating_sub(base_v) / base_v) as f64;
         self.last_diff = Some(diff);
         self.decisions += 1;
         if self.w.in_slow_start() {
             if diff > self.cfg.gamma {
                 // Going too fast: set cwnd to what the path actually carried,
                 // actual rate × BaseRTT, +1 against truncation; enter CA.
-                let target = (cwnd * base_s / rtt_s).floor() as u64 + 1;
+                let target = cwnd * base_v / rtt_v + 1;
                 self.w.cwnd = self.w.cwnd.min(target);
                 self.w.ssthresh = self.w.cwnd;
             } else {
@@ -220,10 +230,10 @@ mod tests {
 
     const BASE: SimDuration = SimDuration::from_millis(100);
 
-    /// RTT at which a window of `w` packets has `q` of them queued:
-    /// diff = w·(RTT − base)/RTT = q  ⇔  RTT = base·w/(w − q).
+    /// RTT at which a window of `w` packets has Linux's unrounded
+    /// diff = w·(RTT − base)/base = q  ⇔  RTT = base·(1 + q/w).
     fn rtt_for_queue(w: u64, q: f64) -> SimDuration {
-        SimDuration::from_secs_f64(BASE.as_secs_f64() * w as f64 / (w as f64 - q))
+        SimDuration::from_secs_f64(BASE.as_secs_f64() * (1.0 + q / w as f64))
     }
 
     /// One Vegas decision: (cwnd before, cwnd after, diff, round RTT).
@@ -275,7 +285,9 @@ mod tests {
         loop {
             let d = next_decision(&mut s, rtt);
             if d.diff > 1.0 {
-                let target = (d.before as f64 * BASE.as_secs_f64() / d.rtt.as_secs_f64()).floor() as u64 + 1;
+                // Linux: ⌊cwnd·vBase/vRTT⌋ + 1 with RTTs in µs + 1.
+                let v = |x: SimDuration| x.as_nanos() / 1000 + 1;
+                let target = d.before * v(BASE) / v(d.rtt) + 1;
                 assert_eq!(d.after, d.before.min(target));
                 break;
             }
@@ -292,8 +304,9 @@ mod tests {
     #[test]
     fn congestion_avoidance_adds_one_per_rtt_below_alpha() {
         let mut s = in_ca();
-        for d in decisions_at_queue(&mut s, 1.0, 5) {
-            assert!((d.diff - 1.0).abs() < 0.1, "{d:?}");
+        // 1.5 rounds down to 1 < α.
+        for d in decisions_at_queue(&mut s, 1.5, 5) {
+            assert_eq!(d.diff, 1.0, "{d:?}");
             assert_eq!(d.after, d.before + 1, "diff < alpha: {d:?}");
         }
     }
@@ -301,8 +314,8 @@ mod tests {
     #[test]
     fn congestion_avoidance_removes_one_per_rtt_above_beta() {
         let mut s = in_ca();
-        for d in decisions_at_queue(&mut s, 6.0, 5) {
-            assert!((d.diff - 6.0).abs() < 0.3, "{d:?}");
+        for d in decisions_at_queue(&mut s, 6.5, 5) {
+            assert_eq!(d.diff, 6.0, "{d:?}");
             assert_eq!(d.after, d.before - 1, "diff > beta: {d:?}");
         }
     }
@@ -310,7 +323,9 @@ mod tests {
     #[test]
     fn congestion_avoidance_holds_between_alpha_and_beta() {
         let mut s = in_ca();
-        for q in [2.5, 3.0, 3.8] {
+        // Linux rounds diff down, so 4.9 counts as 4: still held (the paper's
+        // unrounded rule would shrink the window there).
+        for q in [2.5, 3.0, 3.8, 4.9] {
             for d in decisions_at_queue(&mut s, q, 3) {
                 assert_eq!(d.after, d.before, "alpha <= diff <= beta: {d:?}");
             }

@@ -19,7 +19,12 @@
 //! - `reno_count` estimates a competing Reno flow's window; after ζ = 50 fast
 //!   RTTs it is reset to 2 (Linux).
 //!
-//! Rounds come from [`RoundTracker`] (Linux: Vegas `beg_snd_nxt`).
+//! Rounds come from [`RoundTracker`] (Linux: Vegas `beg_snd_nxt`). As in
+//! Linux 6.1, the once-per-round judgement runs inside `cong_avoid`, so a round
+//! that ends on an ACK in recovery or from an application-limited sender
+//! (`tcp_is_cwnd_limited` false) is judged on the next ACK that may grow the
+//! window, and the return to Open starts a fresh round with no samples
+//! (`tcp_vegas_state` → `vegas_enable`).
 
 use super::segwin::{undo_to_saved, RoundTracker, SegWindow};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
@@ -93,6 +98,8 @@ struct State {
     doing_reno_now: u32,
     reno_count: u32,
     fast_count: u32,
+    /// The round ended; judge it on the next ACK that reaches `cong_avoid`.
+    round_due: bool,
 }
 
 /// YeAH-TCP.
@@ -116,6 +123,7 @@ impl Yeah {
             doing_reno_now: 0,
             reno_count: 2,
             fast_count: 0,
+            round_due: false,
         };
         Yeah { cfg, s, undo: None }
     }
@@ -200,22 +208,27 @@ impl CongestionControl for Yeah {
             self.s.round_min_rtt = Some(self.s.round_min_rtt.map_or(r, |m| m.min(r)));
             self.s.cnt_rtt += 1;
         }
+        if self.s.round.on_ack(ack.acked_bytes, ack.in_flight) {
+            self.s.round_due = true;
+        }
         if ack.in_recovery {
             return;
         }
         self.s.w.in_recovery = false;
-        if !ack.app_limited {
-            let w = &mut self.s.w;
-            let mut acked = ack.acked_segments;
-            if w.in_slow_start() {
-                acked = w.slow_start(acked);
-            }
-            if acked > 0 {
-                let n = if self.s.doing_reno_now == 0 { w.cwnd.min(self.cfg.scalable_ai_cnt) } else { w.cwnd };
-                w.cong_avoid_ai(n, acked);
-            }
+        if ack.app_limited {
+            return;
         }
-        if self.s.round.on_ack(ack.acked_bytes, ack.in_flight) {
+        let w = &mut self.s.w;
+        let mut acked = ack.acked_segments;
+        if w.in_slow_start() {
+            acked = w.slow_start(acked);
+        }
+        if acked > 0 {
+            let n = if self.s.doing_reno_now == 0 { w.cwnd.min(self.cfg.scalable_ai_cnt) } else { w.cwnd };
+            w.cong_avoid_ai(n, acked);
+        }
+        if self.s.round_due {
+            self.s.round_due = false;
             self.end_round();
         }
     }
@@ -226,8 +239,13 @@ impl CongestionControl for Yeah {
         self.s.w.enter_recovery(ss);
     }
 
+    /// Back to Open: Linux `vegas_enable` starts a fresh round with no samples.
     fn on_recovery_exit(&mut self, _now: SimTime) {
         self.s.w.in_recovery = false;
+        self.s.round.reset();
+        self.s.round_due = false;
+        self.s.cnt_rtt = 0;
+        self.s.round_min_rtt = None;
     }
 
     fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
@@ -235,6 +253,7 @@ impl CongestionControl for Yeah {
         let ss = self.ssthresh_for();
         self.s.w.enter_loss(ss);
         self.s.round.reset();
+        self.s.round_due = false;
         self.s.cnt_rtt = 0;
         self.s.round_min_rtt = None;
     }
@@ -340,6 +359,40 @@ mod tests {
         let w = h.cwnd_segs();
         h.loss();
         assert_eq!(h.cwnd_segs(), w - w / 2);
+    }
+
+    fn ack_at(y: &mut Yeah, rtt_ms: u64, app_limited: bool) {
+        let rtt = SimDuration::from_millis(rtt_ms);
+        y.on_ack(&AckSample {
+            now: SimTime::from_secs(1),
+            acked_bytes: 1000,
+            acked_segments: 1,
+            rtt: Some(rtt),
+            srtt: rtt,
+            min_rtt: SimDuration::from_millis(100),
+            prior_in_flight: 11_000,
+            in_flight: 10_000,
+            app_limited,
+            in_recovery: false,
+            rate: None,
+        });
+    }
+
+    #[test]
+    fn a_round_ending_on_an_app_limited_ack_is_judged_on_the_next_cwnd_limited_one() {
+        // Linux runs the YeAH judgement in cong_avoid, after the
+        // tcp_is_cwnd_limited check. The first ACK opens a round of 10 000
+        // bytes in flight; the 11th ends it. RTT 150 ms over a base of 100 ms is
+        // above BaseRTT/8, so the judgement switches to slow (Reno) mode.
+        let mut y = Yeah::new(YeahConfig::default(), &init(10));
+        ack_at(&mut y, 100, false);
+        for _ in 0..9 {
+            ack_at(&mut y, 150, false);
+        }
+        ack_at(&mut y, 150, true);
+        assert!(!y.slow_mode(), "judged on an application-limited ACK");
+        ack_at(&mut y, 150, false);
+        assert!(y.slow_mode());
     }
 
     #[test]

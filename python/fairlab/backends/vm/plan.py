@@ -40,6 +40,13 @@ from .image import Image, dccpgen_binary
 from .tcp_probe import INFINITE_SSTHRESH
 
 
+#: Version of what a vm run measures and how (guest script, sample placement, meta
+#: keys); part of every vm run's content address, so a stored run made under an
+#: older version is never reused. 2 (2026-11-25): iperf3 warm-up before t0,
+#: samples placed on each flow's measured first data segment.
+VM_FORMAT_VERSION = 2
+
+
 class VmPlanError(VmError):
     """The vm backend cannot run this scenario; the message names the field and the
     backends that can."""

@@ -44,9 +44,8 @@ from ...trace import Trace
 from ..iperf_pairs import receiver_samples
 from . import cpio, image as vm_image, plan as vm_plan, qemu, tcp_probe
 from .errors import VmError
+from .plan import VM_FORMAT_VERSION
 
-#: Version of the meaning of the vm backend's meta keys.
-VM_FORMAT_VERSION = 1
 #: Host seconds allowed per simulated second per flow, plus boot; far above what
 #: any run needs on a loaded 2-core host (measured ~3 per flow-second at 100 Mbit/s).
 TIMEOUT_BOOT_S = 120.0

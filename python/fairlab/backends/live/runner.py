@@ -175,6 +175,10 @@ def choose_path(resolved: dict[str, Any], caps: capabilities.Capabilities, emula
         known = linkem_link.known_qdiscs()
         if qdisc not in known:
             linkem_no = f"linkem does not know the qdisc {qdisc!r} (it knows: {', '.join(known)})"
+        elif resolved.get("offloads"):
+            # linkem forwards what its packet sockets read, one frame at a time: it
+            # needs the wire-sized packets offloads off gives.
+            linkem_no = "linkem needs MTU-sized packets, and the scenario turns offloads on"
     if emulation == "kernel":
         if kernel_no:
             raise LiveError(f"the kernel emulation path was asked for but cannot run this scenario: {kernel_no}")
@@ -301,7 +305,7 @@ def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabi
 
     # ---- topology
     mtus = [int(f["mss"]) + HEADER_BYTES for f in specs]
-    topo = build_dumbbell(run.run_id, mtus)
+    topo = build_dumbbell(run.run_id, mtus, offloads=scenario.offloads)
     sysctls = _apply_sysctls(resolved, topo)
     routes = _apply_routes(resolved, topo)
 

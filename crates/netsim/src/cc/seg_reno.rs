@@ -116,12 +116,13 @@ impl SegReno {
         self.cnt = 0;
     }
 
-    /// Spurious reduction: back to at least the window and threshold from before
-    /// it (`tcp_reno_undo_cwnd` + `tcp_undo_cwnd_reduction`).
+    /// Spurious reduction: back to at least the window from before it
+    /// (`tcp_reno_undo_cwnd`) and to at least Linux's `prior_ssthresh` =
+    /// `tcp_current_ssthresh` then, max(ssthresh, ¾ cwnd) (`tcp_undo_cwnd_reduction`).
     pub(crate) fn undo(&mut self) {
         if let Some((c, s)) = self.prior.take() {
             self.cwnd = self.cwnd.max(c);
-            self.ssthresh = if s == u64::MAX { s } else { self.ssthresh.max(s) };
+            self.ssthresh = if s == u64::MAX { s } else { self.ssthresh.max(s.max((c >> 1) + (c >> 2))) };
         }
     }
 }
@@ -234,6 +235,13 @@ mod tests {
         assert_eq!((w.cwnd, w.ssthresh), (20, 20));
         w.undo();
         assert_eq!(w.cwnd, 40);
+        // Infinite before the reduction: infinite again.
+        assert_eq!(w.ssthresh, u64::MAX);
+        // Finite before: max(ssthresh now, max(10, ¾·40 = 30)) = 30.
+        w.ssthresh = 10;
+        w.halve();
+        w.undo();
+        assert_eq!((w.cwnd, w.ssthresh), (40, 30));
         w.rto();
         assert_eq!((w.cwnd, w.ssthresh), (1, 20));
         let mut small = SegReno::new(3);

@@ -113,12 +113,15 @@ impl SegWindow {
 
     /// Spurious-loss undo (Linux `tcp_undo_cwnd_reduction`): `self` is the window
     /// saved before the reduction; keep the larger of it and the `current` window,
-    /// and the larger ssthresh unless the saved one was still "infinite".
+    /// and for ssthresh the larger of the current one and Linux's
+    /// `prior_ssthresh` = `tcp_current_ssthresh` at the reduction, i.e.
+    /// max(saved ssthresh, ¾ saved cwnd) — unless the saved one was still "infinite".
     pub(crate) fn undo_from(&mut self, current: &SegWindow) {
-        self.cwnd = current.cwnd.max(self.cwnd);
         if self.ssthresh != INFINITE_SSTHRESH {
-            self.ssthresh = current.ssthresh.max(self.ssthresh);
+            let prior = self.ssthresh.max((self.cwnd >> 1) + (self.cwnd >> 2));
+            self.ssthresh = current.ssthresh.max(prior);
         }
+        self.cwnd = current.cwnd.max(self.cwnd);
         self.in_recovery = false;
     }
 
@@ -246,6 +249,17 @@ mod tests {
         assert_eq!((s.cwnd, s.ssthresh, s.in_recovery), (40, 30, false));
         assert_eq!(s.metrics("ca").phase, "ca");
         assert!(undo_to_saved(&mut s, &mut saved, |w| w).is_none(), "one undo per saved state");
+    }
+
+    #[test]
+    fn undo_restores_linux_prior_ssthresh_of_three_quarters_of_the_window() {
+        // tcp_enter_recovery saved prior_ssthresh = tcp_current_ssthresh =
+        // max(10, (40 >> 1) + (40 >> 2)) = 30; the undo takes max(20, 30).
+        let mut s = w(40, 10);
+        let mut saved = Some(s);
+        s.enter_recovery(20);
+        undo_to_saved(&mut s, &mut saved, |w| w);
+        assert_eq!((s.cwnd, s.ssthresh), (40, 30));
     }
 
     #[test]

@@ -266,8 +266,15 @@ impl CongestionControl for Yeah {
         }
     }
 
+    /// Linux `tcp_vegas_cwnd_event` (YeAH's `cwnd_event`): a restart from idle
+    /// re-initialises the Vegas part, BaseRTT included (the path may have changed).
     fn on_idle_restart(&mut self, _now: SimTime) {
         self.s.w.idle_restart();
+        self.s.base_rtt = None;
+        self.s.round.reset();
+        self.s.round_due = false;
+        self.s.cnt_rtt = 0;
+        self.s.round_min_rtt = None;
     }
 
     fn metrics(&self) -> CcMetrics {
@@ -393,6 +400,17 @@ mod tests {
         assert!(!y.slow_mode(), "judged on an application-limited ACK");
         ack_at(&mut y, 150, false);
         assert!(y.slow_mode());
+    }
+
+    #[test]
+    fn idle_restart_forgets_base_rtt() {
+        let mut y = Yeah::new(YeahConfig::default(), &init(10));
+        ack_at(&mut y, 100, false);
+        assert_eq!(y.s.base_rtt, Some(SimDuration::from_millis(100)));
+        y.on_idle_restart(SimTime::from_secs(2));
+        assert_eq!(y.s.base_rtt, None);
+        ack_at(&mut y, 150, false);
+        assert_eq!(y.s.base_rtt, Some(SimDuration::from_millis(150)));
     }
 
     #[test]

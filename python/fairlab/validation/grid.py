@@ -322,9 +322,13 @@ def markdown(table: pd.DataFrame) -> str:
     n = len(table)
     if not n:
         return head + "\nno cell has results on both backends yet.\n"
+    ratio = table["sim_j_sd"] / table["vm_j_sd"]
+    spread_ok = int(((ratio >= 0.5) & (ratio <= 2)).sum())
     counts = table["verdict"].value_counts()
     agree, differs, unsure = (int(counts.get(k, 0)) for k in ("agree", "differs", "inconclusive"))
     foot = (f"\n{agree} of {n} cells agree ({100 * agree / n:.0f} %); {differs} differ significantly "
             f"(Welch's t-test over seeds, p < {SIGNIFICANCE}); {unsure} miss the tolerance by less than "
-            "the seeds can resolve (inconclusive).")
+            "the seeds can resolve (inconclusive).\n\n"
+            f"Spread of J over seeds within a factor of 2 of the kernel's: {spread_ok} of {n} cells (a standard "
+            f"deviation from {int(table['seeds_vm'].min())} kernel seeds is itself uncertain by about that factor).")
     return head + "\n".join(lines) + "\n" + foot + "\n"

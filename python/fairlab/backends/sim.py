@@ -113,4 +113,8 @@ def _to_trace(scenario: Scenario, resolved: dict, out: dict, *, wall_s: float, s
         "flow_totals": totals["flows"],
         "resolved_scenario": resolved,
     }
+    rule = scenario.qdisc_params()[1]
+    if rule is not None:
+        meta["qdisc_rule"] = rule  # where BLUE's d1, d2 and freeze_time came from
+
     return Trace.from_frames(samples, flows, bottleneck, meta)

@@ -46,20 +46,27 @@ def test_one_flow_by_hand():
     assert (s.d1, s.d2, s.freeze_time_ns) == (pytest.approx(5.35825e-5, rel=1e-5), pytest.approx(5.35825e-6, rel=1e-5), 100_000_000)
 
 
-def test_more_flows_than_the_link_carries_at_one_packet_per_rtt_cap_p_at_one():
-    # 200 flows at 100 ms on 10 Mbit/s: 0.42 packets per RTT each; Mathis asks p > 1.
+def test_more_flows_than_windows_of_four_segments_allow_cap_p():
+    # 200 flows at 100 ms on 10 Mbit/s: 0.42 packets per RTT each; Mathis would ask
+    # p > 1. Capped at Mathis' p for W = 4 segments: (1.22/4)² = 0.093025.
     s = link_steps(10e6, [(200, 100_000_000, 1500)])
-    assert s.p_needed == 1.0 and s.d1 == 0.25 and s.d2 == 0.025
+    assert s.p_needed == pytest.approx(0.093025) and s.d1 == pytest.approx(0.02325625) and s.d2 == pytest.approx(0.002325625)
+    # 20 flows at 20–210 ms (seed 002's set 2, one session each): Σ 1/RTT = 100 · (H_21 − 1)
+    # = 264.52/s; √p* = 1.22 · 12,000 · 264.52 / 10e6 = 0.38726 → p* = 0.14997 > cap.
+    assert link_steps(10e6, [(1, (10 + 10 * i) * 1_000_000, 1500) for i in range(1, 21)]).p_needed == pytest.approx(0.093025)
+    # Just below the cap the formula holds: 2 flows at 100 ms with W = 5 segments each
+    # (rate 2 · 5 · 12,000 / 0.1 = 1.2 Mbit/s): p* = (1.22/5)² = 0.059536.
+    assert link_steps(1.2e6, [(2, 100_000_000, 1500)]).p_needed == pytest.approx(0.059536)
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.floats(1e5, 1e11), st.lists(st.tuples(st.integers(1, 20), st.integers(100_000, 2_000_000_000), st.integers(100, 9000)), min_size=1, max_size=6))
 def test_the_steps_resolve_the_probability_at_which_the_flows_fill_the_link(rate, flows):
     s = link_steps(rate, flows)
-    assert 0 < s.d1 <= 0.25 and s.d2 == pytest.approx(s.d1 / 10)
+    assert 0 < s.d1 <= (1.22 / 4) ** 2 / 4 and s.d2 == pytest.approx(s.d1 / 10)
     rtts = [r for _, r, _ in flows]
     assert min(rtts) - 1 <= s.rtt_harmonic_ns <= max(rtts) + 1 and s.freeze_time_ns == s.rtt_harmonic_ns
-    if s.p_needed < 1:
+    if s.p_needed < (1.22 / 4) ** 2:
         # Mathis et al. 1997 at p = 4·d1: the flows' rates sum to the link rate.
         p = 4 * s.d1
         total = sum(n * 8 * size / (r / 1e9) * 1.22 / p ** 0.5 for n, r, size in flows)

@@ -16,7 +16,12 @@ not give them, fairlab derives them — for `blue` and the BLUE-based `zrtt`, `m
    link of rate C when `Σ_i (s_i / RTT_i) · 1.22 / √p = C`, i.e.
    `p* = (1.22 · Σ_i s_i / RTT_i / C)²` — `(1.22 / W)²` for the window W a flow needs
    at its fair share, W taken at the harmonic-mean RTT. s_i is flow i's packet on the
-   wire (MSS + headers), RTT_i its propagation RTT; p* is capped at 1.
+   wire (MSS + headers), RTT_i its propagation RTT. p* is capped at `(1.22/4)²` ≈
+   0.093, Mathis' p for a window of 4 segments: the model describes flows that recover
+   by fast retransmit, which takes 3 duplicate ACKs and so ≥ 4 segments in flight
+   (RFC 5681 §3.2); below that flows live in time-outs, more marking cannot shrink
+   them, and a larger step only drives P_b towards 1 sooner (seed 002's set 2 at
+   4 sessions per connection: BLUE's J 0.91 with d1 = 0.02, 0.38 with d1 = 0.25).
 2. *Steps that resolve it.* `d1 = p* / 4`: four increments reach p*, and one step moves
    a Reno flow's rate by about 12 % (rate ∝ 1/√p). `d2 = d1 / 10`: Feng et al. set d1
    "significantly larger" than d2 because only too little marking loses packets, while
@@ -45,6 +50,8 @@ BLUE_FAMILY = ("blue", "zrtt", "mrtt", "prto")
 STEP_PARAMS = ("d1", "d2", "freeze_time")
 #: Mathis et al. (1997): C = √(3/2) for Reno with delayed ACKs off.
 MATHIS_C = 1.22
+#: Smallest window (segments) the response function holds for (step 1), so p* ≤ (1.22/4)².
+MIN_WINDOW = 4
 #: Increments needed to climb from 0 to the probability the flows need (step 2).
 STEPS_TO_TARGET = 4
 #: d1 / d2 (Feng et al. 2002: d1 ≫ d2).
@@ -59,7 +66,7 @@ RULE = "link rule (docs/qdiscs.md, \"BLUE's steps from the link\")"
 class BlueSteps:
     """The rule's answer for one scenario, and what it was computed from."""
 
-    p_needed: float  # p* (capped at 1)
+    p_needed: float  # p*, capped at (1.22 / MIN_WINDOW)²
     rtt_harmonic_ns: int
     d1: float
     d2: float
@@ -72,7 +79,7 @@ def link_steps(rate_bps: float, flows: list[tuple[int, int, int]]) -> BlueSteps:
     n = sum(c for c, _, _ in flows)
     per_rtt = sum(c / (rtt / 1e9) for c, rtt, _ in flows)  # Σ 1/RTT_i, 1/s
     bits_per_rtt = sum(c * 8 * size / (rtt / 1e9) for c, rtt, size in flows)  # Σ s_i/RTT_i, bit/s
-    p = min(1.0, (MATHIS_C * bits_per_rtt / rate_bps) ** 2)
+    p = min((MATHIS_C / MIN_WINDOW) ** 2, (MATHIS_C * bits_per_rtt / rate_bps) ** 2)
     d1 = p / STEPS_TO_TARGET
     rtt_h = round(n / per_rtt * 1e9)
     freeze = min(max(rtt_h, FREEZE_BOUNDS_NS[0]), FREEZE_BOUNDS_NS[1])
@@ -107,6 +114,7 @@ def complete_params(scenario: Scenario, given: dict[str, Any]) -> tuple[dict[str
             out[k] = derived[k]
     given_names = [k for k in STEP_PARAMS if k in given]
     named = [f"d2 (= d1/{INCREASE_OVER_DECREASE})" if k == "d2" and "d1" in given else k for k in missing]
-    why = (f"{', '.join(named)} from the {RULE}: flows need p ≈ {steps.p_needed:.3g} "
+    capped = steps.p_needed >= (MATHIS_C / MIN_WINDOW) ** 2
+    why = (f"{', '.join(named)} from the {RULE}: flows need p ≈ {steps.p_needed:.3g}{' (the cap: windows under 4 segments)' if capped else ''} "
            f"(Mathis et al. 1997) at a harmonic-mean RTT of {steps.rtt_harmonic_ns / 1e6:.3g} ms")
     return out, why + (f"; {', '.join(given_names)} as given" if given_names else "")

@@ -27,7 +27,8 @@ def _print_table(table: pd.DataFrame) -> None:
     for c in ("cell", "sim shares", "vm shares", "sim J", "vm J", "seeds", "verdict"):
         t.add_column(c, justify="right" if c in ("sim J", "vm J", "seeds") else "left")
     for r in table.itertuples():
-        verdict = "[green]agree[/]" if r.agree else f"[red]{escape(r.difference)}[/]"
+        colour = {"agree": "green", "differs": "red"}.get(r.verdict, "yellow")
+        verdict = f"[{colour}]{escape(r.verdict if r.agree else f'{r.verdict}: {r.difference}')}[/]"
         t.add_row(escape(r.cell.replace("|", " · ")), r.sim_shares, r.vm_shares, f"{r.sim_j:.3f}", f"{r.vm_j:.3f}",
                   f"{r.seeds_sim}/{r.seeds_vm}", verdict)
     console.print(t)
@@ -69,7 +70,7 @@ def validate(
     results: dict[str, pd.DataFrame] = {}
     for side in sides:
         parts = []
-        for doc in grid.campaign_docs(selected):
+        for doc in grid.campaign_docs(selected, runs=grid.SIM_SEEDS if side == "sim" else grid.SEEDS):
             camp = expand(doc, source=f"validation grid ({doc['name']})", backend=side)
             store_dir = out / side / doc["name"]
             err_console.print(f"{side}: {doc['name']}: {len(camp.tasks)} runs into {store_dir}")
@@ -100,8 +101,9 @@ def validate(
     (out / "grid.md").write_text(grid.markdown(table))
     table.to_csv(out / "grid.csv", index=False)
     missing = len(ids - set(vm["cell"]))
-    agree = int(table["agree"].sum())
+    counts = table["verdict"].value_counts()
     _print_table(table)
     if missing:
         console.print(f"note: {missing} cell(s) of --subset {escape(subset)} have no kernel results yet")
-    console.print(f"{agree} of {len(table)} cells agree; table in {out / 'grid.md'}")
+    console.print(f"{counts.get('agree', 0)} of {len(table)} cells agree, {counts.get('differs', 0)} differ significantly, "
+                  f"{counts.get('inconclusive', 0)} inconclusive (too few seeds to call); table in {out / 'grid.md'}")

@@ -112,9 +112,8 @@ def _to_trace(scenario: Scenario, resolved: dict, out: dict, *, wall_s: float, s
         "totals": {k: v for k, v in totals.items() if k != "flows"},
         "flow_totals": totals["flows"],
         "resolved_scenario": resolved,
+        # where BLUE's d1, d2 and freeze_time came from (docs/qdiscs.md); None for other qdiscs
+        "qdisc_rule": scenario.qdisc_params()[1],
     }
-    rule = scenario.qdisc_params()[1]
-    if rule is not None:
-        meta["qdisc_rule"] = rule  # where BLUE's d1, d2 and freeze_time came from
 
     return Trace.from_frames(samples, flows, bottleneck, meta)

@@ -186,3 +186,17 @@ def test_a_campaign_without_the_opt_in_runs_and_resumes(tmp_path):
     run_campaign(camp, store, workers=1)
     stored = {store.load(k).meta["seed"] for k in store.done_keys()}
     assert stored == {t.seed for t in camp.tasks} and len(stored) == 2
+
+
+def test_the_validation_grid_keeps_common_random_numbers():
+    """The grid's kernel runs were recorded with run k of every cell on seed
+    derive_seed(42, k); its campaigns opt in so those run keys stay valid, and the
+    simulator's first seeds stay the kernel's."""
+    from fairlab.validation.grid import BASE_SEED, SIM_SEEDS, campaign_docs, cells
+
+    for runs in (3, SIM_SEEDS):
+        for d in campaign_docs(cells("core"), runs):
+            camp = expand(d, check=False)
+            assert camp.common_random_numbers
+            assert all(t.seed == derive_seed(BASE_SEED, t.run_index) for t in camp.tasks)
+            assert len({t.condition for t in camp.tasks}) == len(d["sweep"]["cell"])

@@ -138,14 +138,19 @@ def test_a_store_planned_with_the_other_seeding_is_refused_with_the_fix(tmp_path
     Store(tmp_path / "s").init(camp)
     with pytest.raises(StoreError, match="each condition's own seeds; set `common_random_numbers = false`"):
         Store(tmp_path / "s").init(expand(campaign([10, 20], [100], runs=1, crn=True), check=False))
-    # A manifest from before the choice existed: every campaign then shared seeds.
-    m = tmp_path / "s" / "campaign.json"
-    doc = json.loads(m.read_text())
-    del doc["common_random_numbers"]
-    m.write_text(json.dumps(doc))
-    Store(tmp_path / "s").init(expand(campaign([10, 20], [100], runs=1, crn=True), check=False))
+    crn = expand(campaign([10, 20], [100], runs=1, crn=True), check=False)
+    Store(tmp_path / "c").init(crn)
     with pytest.raises(StoreError, match="one seed per run index shared by all conditions; set `common_random_numbers = true`"):
-        Store(tmp_path / "s").init(camp)
+        Store(tmp_path / "c").init(camp)
+    # A manifest from before the choice existed (every campaign then shared seeds)
+    # resumes either way, as after an engine rebuild; the choice is then recorded.
+    m = tmp_path / "s" / "campaign.json"
+    for new, want in ((crn, True), (camp, False)):
+        doc = json.loads(m.read_text())
+        del doc["common_random_numbers"]
+        m.write_text(json.dumps(doc))
+        Store(tmp_path / "s").init(new)
+        assert json.loads(m.read_text())["common_random_numbers"] is want
 
 
 def test_a_campaign_re_expanded_from_its_store_has_the_same_seeds(tmp_path):

@@ -210,8 +210,14 @@ class Store:
         if manifest.exists():
             old = self.manifest()
             stored = {**{k: old.get(k) for k in doc}, "common_random_numbers": manifest_crn(old) if old.get("sweep") else None}
-            if canonical_json(stored) != canonical_json(doc):
-                if canonical_json({**stored, "common_random_numbers": crn}) == canonical_json(doc):
+            same_but_seeding = canonical_json({**stored, "common_random_numbers": crn}) == canonical_json(doc)
+            if same_but_seeding and "common_random_numbers" not in old and old.get("sweep"):
+                # Written before conditions had seeds of their own. Its runs are
+                # recomputed under the new seeds, as after an engine rebuild (the
+                # engine's fingerprint is in every key); the manifest records the choice.
+                self._atomic_write(manifest, json.dumps({**old, "common_random_numbers": crn}, indent=2, default=str).encode())
+            elif canonical_json(stored) != canonical_json(doc):
+                if same_but_seeding:
                     # The same campaign planned with the other seeding: its runs carry
                     # other seeds, so resuming it would silently start over.
                     was = "one seed per run index shared by all conditions" if stored["common_random_numbers"] else "each condition's own seeds"

@@ -31,7 +31,9 @@ not give them, fairlab derives them — for `blue` and the BLUE-based `zrtt`, `m
    uses the harmonic mean of the flows' RTTs, the RTT of the average marked packet (a
    flow's share of packets is ∝ 1/RTT when all see one p) — the same sum as in step 1.
 
-A parameter the scenario gives always wins; a missing `d2` is a tenth of the `d1` in
+The buffer enters only through BLUE's `q_lim`: propagation RTTs make p* an upper bound
+(a standing queue only lengthens the RTTs), and adding the mean queue measured worse
+(docs/qdiscs.md). A parameter the scenario gives always wins; a missing `d2` is a tenth of the `d1` in
 use (given or derived). Presets that reproduce seed 002 give all three, so they run its
 published values.
 """

@@ -28,9 +28,9 @@ CASES = [
 ]
 
 
-def scenario(rate: str, n: int, seconds: int) -> Scenario:
+def scenario(rate: str, n: int, seconds: int, offloads: bool) -> Scenario:
     return Scenario.from_dict({
-        "name": "bench-vm", "duration": f"{seconds}s",
+        "name": "bench-vm", "duration": f"{seconds}s", "offloads": offloads,
         "bottleneck": {"rate": rate, "buffer": "100%bdp"},
         "flows": [{"cca": "cubic" if i % 2 else "reno", "rtt": "50ms"} for i in range(n)],
         "variation": {"start_jitter": "0s"},
@@ -48,7 +48,7 @@ def main() -> None:
     for name, rate, n, offl in CASES:
         cpu, wall = {}, {}
         for secs in (SHORT, LONG):
-            tr = run_vm(scenario(rate, n, secs), seed=1, offloads=offl, image=img)
+            tr = run_vm(scenario(rate, n, secs, offl), seed=1, image=img)
             cpu[secs], wall[secs] = tr.meta["vm"]["host_cpu_s"], tr.meta["vm"]["host_wall_s"]
         slope = (cpu[LONG] - cpu[SHORT]) / (LONG - SHORT)
         wslope = (wall[LONG] - wall[SHORT]) / (LONG - SHORT)

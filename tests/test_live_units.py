@@ -286,3 +286,13 @@ def test_doctor_rows_name_the_missing_pieces():
     rows = {item: finding for item, finding, _ in capabilities.render(caps(linkem=None, iperf3=None))}
     assert rows["iperf3"] == "MISSING" and rows["linkem"] == "MISSING" and rows["emulation path"] == "NONE"
     assert "tbf" in rows["kernel qdiscs"]
+
+
+def test_offloads_on_leaves_linkem_out_and_says_why():
+    # linkem forwards frame by frame; with offloads on the senders hand their NICs
+    # 64 KB super-packets, so only the kernel path can carry the run.
+    s = scenario(offloads=True)
+    with pytest.raises(LiveError, match="linkem needs MTU-sized packets, and the scenario turns offloads on"):
+        runner.preflight(s, caps())
+    full = {q: True for q in capabilities.QDISC_PROBES}
+    assert runner.preflight(s, caps(qdiscs=full)).path == "kernel"

@@ -159,3 +159,25 @@ def test_a_broken_calibration_file_is_refused_when_the_campaign_is_planned(tmp_p
                     'calibration_files = ["self.csv"]\n[[flows]]\ncca = "reno"\nrtt = "20ms"\n')
     with pytest.raises(ScenarioError, match=r"analysis.calibration_files.*self.csv: line 3, field 'throughput_Mbps'"):
         load_campaign(spec)
+
+
+def test_offloads_enter_the_resolved_scenario_only_when_on(tmp_path):
+    base = {"name": "o", "duration": "5s", "bottleneck": {"rate": "10Mbit", "buffer": "100%bdp"},
+            "flows": [{"cca": "reno", "rtt": "20ms"}]}
+    # Off is the default and leaves the resolved document (and with it every run
+    # key planned before the field existed) as it was.
+    assert "offloads" not in Scenario.from_dict(base).resolve()
+    assert Scenario.from_dict({**base, "offloads": True}).resolve()["offloads"] is True
+    with pytest.raises(ScenarioError, match="offloads"):
+        Scenario.from_dict({**base, "offloads": "yes please"})
+
+
+def test_the_simulator_refuses_offloads_on_naming_the_field(tmp_path):
+    from cli_helpers import fairlab
+
+    p = tmp_path / "o.toml"
+    p.write_text('name = "o"\nduration = "5s"\noffloads = true\n[bottleneck]\nrate = "10Mbit"\nbuffer = "100%bdp"\n'
+                 '[[flows]]\ncca = "reno"\nrtt = "20ms"\n')
+    cp = fairlab("run", p, "--out", tmp_path / "out")
+    assert cp.returncode == 2 and "Traceback" not in cp.stderr
+    assert "field `offloads`" in cp.stderr and "live and vm backends" in cp.stderr

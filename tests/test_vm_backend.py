@@ -277,3 +277,15 @@ def test_an_unknown_qdisc_is_refused_listing_every_one_the_vm_has():
         qdisc_args(_resolved("nosuch"))
     for q in ("droptail", "choke", "codel", "fq_codel", "pie", "red", "sfb", "cake"):
         assert q in str(e.value)
+
+
+def test_offloads_are_off_unless_the_scenario_turns_them_on(vm_ready):
+    from fairlab.backends.vm.plan import build
+
+    doc = {"name": "o", "duration": "4s", "bottleneck": {"rate": "10Mbit", "buffer": "100%bdp"},
+           "flows": [{"cca": "reno", "rtt": "20ms"}, {"cca": "cubic", "rtt": "20ms"}]}
+    off = build(Scenario.from_dict(doc), vm_ready, seed=1).script
+    on = build(Scenario.from_dict({**doc, "offloads": True}), vm_ready, seed=1).script
+    # Off: TSO, GSO and GRO off on both ends of every veth (2 senders, router, receiver).
+    assert off.count("tso off gso off gro off") == 6
+    assert "ethtool" not in on.replace("ETHTOOL=", "")

@@ -254,3 +254,28 @@ fn a_short_transfer_takes_the_handshake_round_trip_first() {
     eprintln!("FCT {fct:.3} ms");
     assert!((fct - 112.298).abs() < 0.002, "FCT {fct:.4} ms");
 }
+
+#[test]
+fn bbr_limited_by_the_receive_window_is_not_application_limited() {
+    // A receive window of one BDP plus the buffer (what a Linux receiver with the
+    // vm and live backends' tcp_rmem advertises) lets a paced BBR flow keep its
+    // queue inside the buffer. A window stall is not an application stall (Linux
+    // `tcp_rate_check_app_limited` needs less than one MSS unsent): had the stall
+    // marked every sample app-limited, BBR would never see three rounds without
+    // growth, stay in STARTUP at gain 2.89 and overflow the buffer for the whole
+    // run (the simulator did: 8,500 retransmissions in 20 s).
+    let rate = 100_000_000;
+    let buffer = bdp_packets(rate, 100, 1.0);
+    let mut s = dumbbell(rate, buffer, 30);
+    let mut f = flow("bbr", 100, 0);
+    f.rwnd_bytes = Some(2_500_000);
+    s.flows.push(f);
+    let out = go(&s);
+    let late: u64 = (0..out.flows.t_ns.len())
+        .filter(|&i| out.flows.t_ns[i] > 10 * S)
+        .map(|i| out.flows.retransmits[i])
+        .sum();
+    assert_eq!(late, 0, "retransmissions after 10 s");
+    let util = mean_goodput(&out, 0, 10, 30) / payload_capacity(rate, 1448);
+    assert!(util > 0.9, "utilisation {util:.3}");
+}

@@ -20,6 +20,9 @@ from .sim import cca_table, qdisc_table
 def check_simulatable(scenario: Scenario, where: str) -> None:
     """Everything the simulator would refuse: a flow `cca` it lacks, a bottleneck
     `qdisc` it lacks, a controller or qdisc parameter out of range."""
+    if scenario.offloads:
+        raise ScenarioError(f"{where}: field `offloads`: the simulator models hosts with offloads off (MTU-sized packets "
+                            "on every link); `offloads = true` runs on the live and vm backends only")
     known = [name for name, _, _ in cca_table()]
     for i, f in enumerate(scenario.flows):
         if f.cca not in known:
@@ -35,6 +38,7 @@ def check_bottleneck(scenario: Scenario, where: str) -> None:
     run starts against the kernel that runs it."""
     _check_qdisc_name(scenario, where)
     resolved = scenario.resolve()
+    resolved.pop("offloads", None)  # a host setting the engine does not read
     # The engine's check also builds controllers; give it one it has, with no
     # parameters, so only the bottleneck (and the backend-neutral flow fields) count.
     resolved["flows"] = [{**f, "cca": "reno", "params": {}} for f in resolved["flows"]]

@@ -150,6 +150,11 @@ class Scenario(_Strict):
     bottleneck: Bottleneck
     access_rate: int | None = Field(default=None, description="bits/s, default 10x the bottleneck rate")
     variation: Variation = Variation()
+    #: Hosts hand TSO/GSO super-packets to their NICs and coalesce with GRO, as a
+    #: server's defaults do; off (the default), every link carries MTU-sized
+    #: packets as on a hardware testbed of seed 001's kind. Real-kernel backends
+    #: only: the simulator models the off case (docs/backends.md).
+    offloads: bool = Field(default=False, description="TSO/GSO/GRO on at every host (live and vm backends)")
     analysis: AnalysisSettings = AnalysisSettings()
     flows: list[Flow] = Field(min_length=1)
 
@@ -274,6 +279,9 @@ class Scenario(_Strict):
             "access_rate_bps": self.access_rate if self.access_rate is not None else 10 * self.bottleneck.rate,
             "start_jitter_ns": self.variation.start_jitter,
             "host_jitter_ns": self.host_jitter_ns(),
+            # Present only when on, so every run planned before the field existed
+            # keeps its content address.
+            **({"offloads": True} if self.offloads else {}),
             "flows": [
                 {
                     "cca": f.cca,

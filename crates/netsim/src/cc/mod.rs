@@ -154,6 +154,15 @@ pub trait CongestionControl: std::fmt::Debug {
         None
     }
 
+    /// Segments a paced sender releases back to back per pacing step: Linux builds
+    /// every TCP skb as a GSO super-packet of `tcp_tso_segs` segments (TCP always
+    /// uses GSO since Linux 4.19, offloads off only move the segmentation into
+    /// software) and paces whole skbs, so a paced flow leaves its host in bursts of
+    /// about 1 ms of its pacing rate. Meaningful only with `pacing_rate`.
+    fn send_quantum(&self) -> u64 {
+        1
+    }
+
     /// State for the trace.
     fn metrics(&self) -> CcMetrics {
         CcMetrics {

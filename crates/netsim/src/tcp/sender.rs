@@ -525,12 +525,21 @@ impl TcpSender {
     }
 
     fn send_loop(&mut self, now: SimTime, cwnd_segs: u64, out: &mut Vec<Pkt>) {
+        // Segments of the current GSO skb still to go: a paced sender checks the
+        // pacing clock once per skb, not per segment (Linux `tcp_write_xmit` tests
+        // `tcp_pacing_check` per skb; the skb then leaves as one burst and moves
+        // the clock by its whole length, `tcp_update_skb_after_send`).
+        let mut skb_left = 0u64;
         loop {
-            if self.pace_next > now && self.cc.pacing_rate().is_some() {
-                self.pace_wake = self.pace_next;
-                self.cwnd_limited = true;
-                break;
+            if skb_left == 0 && self.cc.pacing_rate().is_some() {
+                if self.pace_next > now {
+                    self.pace_wake = self.pace_next;
+                    self.cwnd_limited = true;
+                    break;
+                }
+                skb_left = self.cc.send_quantum().max(1);
             }
+            skb_left = skb_left.saturating_sub(1);
             // RFC 6675 §5 (C): send while cwnd − pipe ≥ 1 SMSS.
             if self.pipe() >= cwnd_segs {
                 self.cwnd_limited = true;
@@ -552,8 +561,14 @@ impl TcpSender {
                 continue;
             }
             self.cwnd_limited = false;
-            // tcp_rate_check_app_limited: the application, not cwnd, limits us.
-            if self.lost_pending == 0 {
+            // tcp_rate_check_app_limited: the application, not cwnd, limits us. Only
+            // the application: Linux marks a sample app-limited when the socket holds
+            // less than one MSS of unsent data, which a bulk sender stalled by the
+            // peer's receive window never does (its data waits in the send buffer).
+            // Marking rwnd stalls app-limited kept BBR in STARTUP forever (its
+            // full-pipe check skips app-limited rounds): 8,500 retransmissions in
+            // 20 s for one flow with a 2.5 MB window.
+            if self.lost_pending == 0 && !self.has_application_data(now) {
                 self.app_limited_until = (self.delivered + self.pipe_bytes()).max(1);
             }
             break;
@@ -562,7 +577,14 @@ impl TcpSender {
 
     #[inline]
     fn can_send_new(&self, now: SimTime) -> bool {
-        self.snd_nxt < self.cfg.total_segs && self.snd_nxt - self.snd_una < self.cfg.rwnd_segs && now < self.cfg.stop
+        self.has_application_data(now) && self.snd_nxt - self.snd_una < self.cfg.rwnd_segs
+    }
+
+    /// The application still has unsent data for us (a bulk flow until its stop
+    /// time, a sized transfer until its last segment).
+    #[inline]
+    fn has_application_data(&self, now: SimTime) -> bool {
+        self.snd_nxt < self.cfg.total_segs && now < self.cfg.stop
     }
 
     /// Lowest segment marked lost and not yet retransmitted (RFC 6675 NextSeg (1)).
@@ -1438,9 +1460,10 @@ impl TcpSender {
 mod tests {
     use super::*;
 
-    /// A controller with a huge window that paces at a fixed rate.
+    /// A controller with a huge window that paces at a fixed rate, in quanta
+    /// of the given number of segments.
     #[derive(Debug)]
-    struct FixedPace(Bandwidth);
+    struct FixedPace(Bandwidth, u64);
 
     impl CongestionControl for FixedPace {
         fn name(&self) -> &'static str {
@@ -1457,6 +1480,9 @@ mod tests {
         fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {}
         fn pacing_rate(&self) -> Option<Bandwidth> {
             Some(self.0)
+        }
+        fn send_quantum(&self) -> u64 {
+            self.1
         }
     }
 
@@ -1884,7 +1910,7 @@ mod tests {
             frto: true,
             handshake: false,
         };
-        let mut snd = TcpSender::new(cfg, Box::new(FixedPace(Bandwidth::from_bps(11_584_000))), 16);
+        let mut snd = TcpSender::new(cfg, Box::new(FixedPace(Bandwidth::from_bps(11_584_000), 1)), 16);
         let mut out = Vec::new();
         let mut sent_at = Vec::new();
         let mut now = SimTime::ZERO;
@@ -1896,6 +1922,40 @@ mod tests {
         assert!(sent_at.len() >= 10, "sent {}", sent_at.len());
         for w in sent_at.windows(2) {
             assert_eq!(w[1] - w[0], 1_000_000, "departures at {sent_at:?}");
+        }
+    }
+
+    #[test]
+    fn a_paced_sender_releases_whole_gso_quanta_and_waits_their_length() {
+        // Linux paces skbs, not segments: with a quantum of 4 segments at 1 ms per
+        // segment, 4 segments leave together and the next 4 exactly 4 ms later.
+        let cfg = SenderConfig {
+            flow: 0,
+            mss: 1448,
+            ecn: false,
+            sack: true,
+            total_segs: u64::MAX,
+            last_seg_len: 1448,
+            start: SimTime::ZERO,
+            stop: SimTime::MAX,
+            rwnd_segs: u64::MAX,
+            rack: true,
+            tlp: true,
+            frto: true,
+            handshake: false,
+        };
+        let mut snd = TcpSender::new(cfg, Box::new(FixedPace(Bandwidth::from_bps(11_584_000), 4)), 16);
+        let mut out = Vec::new();
+        let mut sent_at = Vec::new();
+        let mut now = SimTime::ZERO;
+        for _ in 0..6 {
+            snd.on_timer(now, &mut out);
+            sent_at.extend(out.drain(..).map(|_| now.as_nanos()));
+            now = snd.next_wakeup().min(snd.pace_next);
+        }
+        assert!(sent_at.len() >= 16, "sent {}", sent_at.len());
+        for (i, t) in sent_at.iter().enumerate() {
+            assert_eq!(*t, (i as u64 / 4) * 4_000_000, "departures at {sent_at:?}");
         }
     }
 }

@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..host_settings import buffer_bytes, mean_packet
 from .errors import LiveError
 from .netns import HEADER_BYTES, Dumbbell, run_in
 
@@ -88,24 +89,11 @@ def _us(ns: int) -> str:
     return f"{max(1, int(round(ns / 1000)))}us"
 
 
-def buffer_bytes(resolved: dict[str, Any]) -> int:
-    """The buffer in bytes (packets x mean packet size for a packet buffer)."""
-    buf = resolved["bottleneck"]["buffer"]
-    if "bytes" in buf:
-        return int(buf["bytes"])
-    return int(buf["packets"]) * mean_packet(resolved)
-
-
 def buffer_packets(resolved: dict[str, Any]) -> int:
     buf = resolved["bottleneck"]["buffer"]
     if "packets" in buf:
         return int(buf["packets"])
     return max(1, int(math.ceil(int(buf["bytes"]) / mean_packet(resolved))))
-
-
-def mean_packet(resolved: dict[str, Any]) -> int:
-    flows = resolved["flows"]
-    return int(round(sum(f["mss"] + HEADER_BYTES for f in flows) / len(flows)))
 
 
 def aqm_args(resolved: dict[str, Any]) -> list[str]:

@@ -175,7 +175,8 @@ BASE_SYSCTLS = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.di
 OFFLOADS = ["tso", "gso", "gro", "tx", "rx"]
 
 
-def build_dumbbell(run_id: str, sender_mtus: list[int], *, subnet: ipaddress.IPv4Network | None = None) -> Dumbbell:
+def build_dumbbell(run_id: str, sender_mtus: list[int], *, subnet: ipaddress.IPv4Network | None = None,
+                   offloads: bool = False) -> Dumbbell:
     """Create the namespaces, veth pairs, addresses and static neighbours of a run.
 
     ``sender_mtus[i]`` is sender i's link MTU (its flow's MSS + 52); the receiver's
@@ -225,10 +226,11 @@ def build_dumbbell(run_id: str, sender_mtus: list[int], *, subnet: ipaddress.IPv
         _static_neighbours(topo)
     except NetlinkError as exc:
         raise LiveError(f"could not build the run's namespaces and links: netlink error {exc.code} ({exc})", run_id=run_id) from None
-    for host in [*topo.senders, topo.receiver]:
-        _offloads_off(host.ns, host.ifname, topo)
-    for port in [*topo.router_sender_ports, topo.router_receiver_port]:
-        _offloads_off(topo.router_ns, port, topo)
+    if not offloads:
+        for host in [*topo.senders, topo.receiver]:
+            _offloads_off(host.ns, host.ifname, topo)
+        for port in [*topo.router_sender_ports, topo.router_receiver_port]:
+            _offloads_off(topo.router_ns, port, topo)
     return topo
 
 

@@ -44,6 +44,7 @@ import pandas as pd
 
 from ...scenario import Scenario
 from ...trace import Trace
+from ..host_settings import RMEM_MIN_DEFAULT, WMEM_MIN_DEFAULT, socket_buffer_max, start_offsets_ns
 from ..iperf_pairs import receiver_samples
 from . import capabilities, iperf, kernel_link, linkem_link
 from ...interrupts import raising_on_signals
@@ -55,13 +56,8 @@ from .procs import Child, Children
 
 #: A warning is raised when the flows' summed goodput is below this share of the rate.
 GOODPUT_WARN_FRACTION = 0.9
-#: Stream id of the start-jitter RNG, derived from (seed, this) — STYLE.md §9.
-START_JITTER_STREAM = 0x5354_4A49  # "STJI"
 #: Seconds between scheduling the first client and scenario time 0 (servers are up by then).
 LEAD_S = 0.3
-#: Kernel defaults kept as the min and default of tcp_rmem/tcp_wmem (seed 003 keeps them too).
-RMEM_MIN_DEFAULT = (4096, 131072)
-WMEM_MIN_DEFAULT = (4096, 16384)
 
 #: Scheduling priority of the iperf3 processes: traffic generators must not be
 #: starved by whatever else the machine runs.
@@ -179,6 +175,10 @@ def choose_path(resolved: dict[str, Any], caps: capabilities.Capabilities, emula
         known = linkem_link.known_qdiscs()
         if qdisc not in known:
             linkem_no = f"linkem does not know the qdisc {qdisc!r} (it knows: {', '.join(known)})"
+        elif resolved.get("offloads"):
+            # linkem forwards what its packet sockets read, one frame at a time: it
+            # needs the wire-sized packets offloads off gives.
+            linkem_no = "linkem needs MTU-sized packets, and the scenario turns offloads on"
     if emulation == "kernel":
         if kernel_no:
             raise LiveError(f"the kernel emulation path was asked for but cannot run this scenario: {kernel_no}")
@@ -305,7 +305,7 @@ def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabi
 
     # ---- topology
     mtus = [int(f["mss"]) + HEADER_BYTES for f in specs]
-    topo = build_dumbbell(run.run_id, mtus)
+    topo = build_dumbbell(run.run_id, mtus, offloads=scenario.offloads)
     sysctls = _apply_sysctls(resolved, topo)
     routes = _apply_routes(resolved, topo)
 
@@ -466,25 +466,6 @@ def _rate_text(bps: float) -> str:
 
 
 # --------------------------------------------------------------------- set-up helpers
-def start_offsets_ns(resolved: dict[str, Any], seed: int) -> list[int]:
-    """Each flow's launch time (ns after scenario time 0): its ``start`` plus a
-    jitter uniform in [0, start_jitter], drawn in flow order from the run's stream
-    (seed, START_JITTER_STREAM) — the same seed gives the same schedule."""
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), START_JITTER_STREAM]))
-    jitter_ns = int(resolved["start_jitter_ns"])
-    return [int(f["start_ns"]) + (int(rng.integers(0, jitter_ns + 1)) if jitter_ns > 0 else 0) for f in resolved["flows"]]
-
-
-
-def socket_buffer_max(resolved: dict[str, Any], rtt_ns: int) -> int:
-    """Default tcp_rmem/tcp_wmem maximum for a path: 2·BDP as seed 003 sets it, with
-    the BDP counted at a full bottleneck buffer (rate × RTT / 8 + buffer bytes), so
-    neither socket buffer limits a flow before the bottleneck queue does."""
-    rate = int(resolved["bottleneck"]["rate_bps"])
-    bdp = rate * rtt_ns / 8e9 + kernel_link.buffer_bytes(resolved)
-    return int(math.ceil(2 * bdp))
-
-
 def _apply_sysctls(resolved: dict[str, Any], topo: Dumbbell) -> dict[str, dict[str, str]]:
     """Per-namespace TCP sysctls; returns exactly what was written, by namespace."""
     out: dict[str, dict[str, str]] = {}

@@ -34,7 +34,7 @@ from ...scenario import Scenario
 from ..live import iperf
 from ..live.kernel_link import TRANSLATABLE, aqm_args, buffer_bytes, buffer_packets, netem_limit
 from ..live.netns import HEADER_BYTES
-from ..live.runner import RMEM_MIN_DEFAULT, WMEM_MIN_DEFAULT, socket_buffer_max, start_offsets_ns
+from ..host_settings import RMEM_MIN_DEFAULT, WMEM_MIN_DEFAULT, socket_buffer_max, start_offsets_ns
 from .errors import VmError
 from .image import Image, dccpgen_binary
 
@@ -147,7 +147,7 @@ def check(scenario: Scenario, image: Image, where: str = "") -> None:
     build(scenario, image, seed=scenario.seed, where=where)
 
 
-def build(scenario: Scenario, image: Image, *, seed: int, where: str = "", offloads: bool = False) -> GuestPlan:
+def build(scenario: Scenario, image: Image, *, seed: int, where: str = "") -> GuestPlan:
     """The guest script and module list of one run of ``scenario`` with ``seed``."""
     pre = f"{where}: " if where else ""
     resolved = scenario.resolve(seed=seed)
@@ -212,7 +212,7 @@ def build(scenario: Scenario, image: Image, *, seed: int, where: str = "", offlo
                          f"{(stop - int(f['start_ns'])) / 1e9:g} s")
         s_ip, r_ip = sender_ips(k)
         gflows.append(GuestFlow(k, label, f["cca"], tool, iperf.BASE_PORT + k, off, secs, s_ip, r_ip))
-    script = _script(resolved, gflows, child_args, offloads)
+    script = _script(resolved, gflows, child_args, scenario.offloads)
     return GuestPlan(script=script, modules=load, flows=gflows,
                      qdisc={"kernel": child, "tc": child_args, "shaper": "htb"}, notes=notes,
                      interval_ns=int(resolved["interval_ns"]), duration_ns=int(resolved["duration_ns"]))

@@ -18,7 +18,7 @@ Read this first — the order of a run:
 
 Same scenario + seed + image ⇒ the same guest instructions ⇒ a byte-identical
 result archive (tested). The seed enters only through the flows' start jitter
-(`live.runner.start_offsets_ns`, the live backend's schedule) and the kernel command
+(`host_settings.start_offsets_ns`, the live backend's schedule too) and the kernel command
 line (recorded).
 """
 
@@ -65,15 +65,14 @@ def run_vm(
     *,
     seed: int,
     run_index: int = 0,
-    offloads: bool = False,
     image: vm_image.Image | None = None,
     keep_dir: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
 ) -> Trace:
     """Run ``scenario`` once in the guest and return its `Trace`.
 
-    ``offloads`` turns TSO/GSO/GRO on (off by default: a hardware testbed's wire
-    carries MTU-sized packets). ``image`` defaults to the cached distribution image
+    The scenario's `offloads` turns TSO/GSO/GRO on in the guest (off by default:
+    a hardware testbed's wire carries MTU-sized packets). ``image`` defaults to the cached distribution image
     (built on first use). ``keep_dir`` keeps the guest's raw result files there.
     """
     say = progress or (lambda s: None)
@@ -86,20 +85,20 @@ def run_vm(
     except vm_image.ImageError as exc:
         raise VmError(f"the vm image could not be built: {exc}") from None
     try:
-        gplan = vm_plan.build(scenario, img, seed=seed, offloads=offloads)
+        gplan = vm_plan.build(scenario, img, seed=seed)
     except vm_plan.VmPlanError as exc:
         raise VmError(str(exc)) from None
     tmp = Path(tempfile.mkdtemp(prefix="fairlab-vm-"))
     with raising_on_signals():
         try:
             return _boot_and_collect(scenario, gplan, img, binary, tmp, seed=seed, run_index=run_index,
-                                     offloads=offloads, keep_dir=keep_dir, say=say)
+                                     keep_dir=keep_dir, say=say)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _boot_and_collect(scenario: Scenario, gplan: vm_plan.GuestPlan, img: vm_image.Image, binary: str, tmp: Path, *,
-                      seed: int, run_index: int, offloads: bool, keep_dir: str | os.PathLike[str] | None,
+                      seed: int, run_index: int, keep_dir: str | os.PathLike[str] | None,
                       say: Progress) -> Trace:
     """The per-run initramfs, the boot, and the results; ``tmp`` is removed by the caller."""
     initrd = tmp / "initrd.cpio"
@@ -137,7 +136,7 @@ def _boot_and_collect(scenario: Scenario, gplan: vm_plan.GuestPlan, img: vm_imag
         raise VmError(f"in the guest: {err.strip()}")
     trace = _collect(scenario, gplan, res, run_index=run_index)
     return _with_meta(trace, scenario, gplan, img, res, boot, argv, seed=seed, run_index=run_index,
-                      offloads=offloads, qemu_binary=binary)
+                      qemu_binary=binary)
 
 
 def _extract(archive: bytes, dest: Path) -> None:
@@ -280,7 +279,7 @@ def _kv_lines(text: str | None) -> dict[str, str]:
 
 
 def _with_meta(trace: Trace, scenario: Scenario, gplan: vm_plan.GuestPlan, img: vm_image.Image, res: Path,
-               boot: qemu.Boot, argv: list[str], *, seed: int, run_index: int, offloads: bool, qemu_binary: str) -> Trace:
+               boot: qemu.Boot, argv: list[str], *, seed: int, run_index: int, qemu_binary: str) -> Trace:
     modules = sorted(line.split()[0] for line in (_read(res / "modules.txt") or "").splitlines() if line.strip())
     if sorted(modules) != sorted(gplan.modules):
         raise VmError(f"the guest loaded modules {modules}, not the ones asked for ({sorted(gplan.modules)}); "
@@ -311,7 +310,7 @@ def _with_meta(trace: Trace, scenario: Scenario, gplan: vm_plan.GuestPlan, img: 
             "clocksource": (_read(res / "clocksource.txt") or "").strip(),
             "cmdline": (_read(res / "cmdline.txt") or "").strip(),
             "modules_loaded": modules,
-            "offloads": offloads,
+            "offloads": scenario.offloads,
             "qdisc": gplan.qdisc,
             "sysctl_sender": _kv_lines(_read(res / "sysctl-sender.txt")),
             "sysctl_receiver": _kv_lines(_read(res / "sysctl-receiver.txt")),

@@ -482,6 +482,12 @@ impl CongestionControl for Bbr {
         Some(self.payload_pacing_rate())
     }
 
+    fn send_quantum(&self) -> u64 {
+        // Linux `tcp_tso_segs` with BBR's `min_tso_segs` hook: what
+        // `bbr_tso_segs_goal` computes for the quantization budget.
+        self.tso_segs_goal()
+    }
+
     fn metrics(&self) -> CcMetrics {
         // The pacing rate reported is Linux's `sk_pacing_rate` (payload).
         CcMetrics { cwnd: self.cwnd(), ssthresh: self.ssthresh(), pacing_rate: Some(self.pacing_rate), phase: self.mode.name() }

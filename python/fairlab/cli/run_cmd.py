@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from ..analysis import analyze
 from ..campaign.paths import inside, slug
+from .common import UsageError
 from ..campaign.plan import load_campaign
 from ..runner import BACKENDS, run_scenario
 from ..scenario import Scenario
@@ -32,8 +33,10 @@ def run(
     dask: Optional[str] = typer.Option(None, "--dask", help="campaigns: run on Dask: 'local' or a scheduler address tcp://host:8786"),
     overrides: Optional[list[str]] = typer.Option(None, "--set", metavar="PATH=VALUE", help=SET_HELP),
     as_json: bool = typer.Option(False, "--json", help="print a JSON document instead of tables: a single run's analysis, or a campaign's outcome (docs/cli.md)"),
+    tcp_probe: bool = typer.Option(False, "--tcp-probe", help="vm, single run: also record the kernel's per-ACK state of every sender (tcp:tcp_probe) to <out>/<name>.tcp_probe.parquet (docs/vm.md)"),
 ) -> None:
-    """Run a scenario on the simulator (default) or live; write the Trace and print the analysis."""
+    """Run a scenario on the simulator (default), live or on a real kernel in a VM;
+    write the Trace and print the analysis."""
     from ..scenario import read_toml
 
     doc = apply_overrides(read_toml(scenario), overrides, source=str(scenario))
@@ -46,8 +49,13 @@ def run(
     campaign = _campaign(doc, scenario, backend)
     refuse_swept_overrides(campaign, overrides)
     out_dir = out or Path("out") / slug(campaign.name)
-    if len(campaign.tasks) == 1 and not doc.get("sweep"):
-        _single(campaign.tasks[0].model(), campaign.tasks[0].seed, backend, out_dir, as_json, source=scenario)
+    single = len(campaign.tasks) == 1 and not doc.get("sweep")
+    if tcp_probe and (backend != "vm" or not single):
+        raise UsageError("--tcp-probe records the real kernel's per-ACK trace of one run: it needs --backend vm and a "
+                         "scenario without a sweep and with runs = 1")
+    if single:
+        _single(campaign.tasks[0].model(), campaign.tasks[0].seed, backend, out_dir, as_json, source=scenario,
+                tcp_probe=tcp_probe)
     else:
         report = run_campaign_with_progress(campaign, out_dir, workers=workers, dask=dask, as_json=as_json)
         if as_json:
@@ -61,11 +69,15 @@ def _campaign(doc: dict, path: Path, backend: str):
     return expand(doc, source=str(path), backend=backend)
 
 
-def _single(model: Scenario, seed: int, backend: str, out_dir: Path, as_json: bool, *, source: Path) -> None:
+def _single(model: Scenario, seed: int, backend: str, out_dir: Path, as_json: bool, *, source: Path,
+            tcp_probe: bool = False) -> None:
     total = model.duration / 1e9
     on_progress = SimulatedTime(model.name, total, enabled=not as_json)
+    probe_path = inside(out_dir, f"{slug(model.name)}.tcp_probe.parquet") if tcp_probe else None
+    if probe_path is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        trace = run_scenario(model, seed=seed, backend=backend, progress=on_progress)
+        trace = run_scenario(model, seed=seed, backend=backend, progress=on_progress, tcp_probe_path=probe_path)
     except ValueError as exc:
         # Engine and live errors name the field; say which file it is in.
         raise type(exc)(f"{source}: {exc}") from None
@@ -91,6 +103,10 @@ def _single(model: Scenario, seed: int, backend: str, out_dir: Path, as_json: bo
         pkts = trace.meta.get("bottleneck_packets", 0)
         console.print(f"simulated {total:g} s in {wall:.2f} s wall ({pkts / wall / 1e6:.2f} M bottleneck packets per wall-second)")
     console.print(f"trace written to [bold]{path}[/] — analyse again with `fairlab analyze {path}`")
+    if probe_path is not None:
+        probe = trace.meta["vm"]["tcp_probe"]
+        console.print(f"the kernel's per-ACK trace ({probe['events']} ACKs, {probe['lost_events']} lost) written to "
+                      f"[bold]{probe_path}[/]")
 
 
 def run_campaign_with_progress(campaign, out_dir: Path, *, workers: int | None, dask: str | None, as_json: bool = False):

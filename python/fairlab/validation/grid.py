@@ -194,7 +194,7 @@ def cell_of(point: dict[str, Any]) -> Cell:
 
 # --------------------------------------------------------------------- results
 RESULT_COLUMNS = ["cell", "backend", "seed", "flow", "cca", "mean_bps", "share", "jain_of_means", "mean_jt",
-                  "retransmits", "drops", "kernel", "image"]
+                  "retransmits", "drops", "kernel", "image", "vm_format"]
 
 
 def run_results(trace, cell: Cell, backend: str, seed: int) -> pd.DataFrame:
@@ -218,6 +218,8 @@ def run_results(trace, cell: Cell, backend: str, seed: int) -> pd.DataFrame:
             # Provenance of a kernel run: the release and the vm image's key.
             "kernel": trace.meta.get("kernel") if backend == "vm" else None,
             "image": (trace.meta.get("vm") or {}).get("image_key") if backend == "vm" else None,
+            # How the kernel run was made (backends.vm.plan.VM_FORMAT_VERSION).
+            "vm_format": (trace.meta.get("vm") or {}).get("format_version") if backend == "vm" else None,
         })
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 

@@ -42,11 +42,10 @@ from ...interrupts import raising_on_signals
 from ...scenario import Scenario
 from ...trace import Trace
 from ..iperf_pairs import receiver_samples
-from . import cpio, image as vm_image, plan as vm_plan, qemu
+from . import cpio, image as vm_image, plan as vm_plan, qemu, tcp_probe
 from .errors import VmError
+from .plan import VM_FORMAT_VERSION
 
-#: Version of the meaning of the vm backend's meta keys.
-VM_FORMAT_VERSION = 1
 #: Host seconds allowed per simulated second per flow, plus boot; far above what
 #: any run needs on a loaded 2-core host (measured ~3 per flow-second at 100 Mbit/s).
 TIMEOUT_BOOT_S = 120.0
@@ -67,6 +66,7 @@ def run_vm(
     run_index: int = 0,
     image: vm_image.Image | None = None,
     keep_dir: str | os.PathLike[str] | None = None,
+    tcp_probe_path: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
 ) -> Trace:
     """Run ``scenario`` once in the guest and return its `Trace`.
@@ -74,6 +74,9 @@ def run_vm(
     The scenario's `offloads` turns TSO/GSO/GRO on in the guest (off by default:
     a hardware testbed's wire carries MTU-sized packets). ``image`` defaults to the cached distribution image
     (built on first use). ``keep_dir`` keeps the guest's raw result files there.
+    ``tcp_probe_path`` also records the kernel's per-ACK state of every sender (the
+    `tcp:tcp_probe` tracepoint) and writes it to that Parquet file
+    (`tcp_probe.COLUMNS`); the run's meta says how many events it holds.
     """
     say = progress or (lambda s: None)
     binary = qemu.find_qemu()
@@ -85,21 +88,21 @@ def run_vm(
     except vm_image.ImageError as exc:
         raise VmError(f"the vm image could not be built: {exc}") from None
     try:
-        gplan = vm_plan.build(scenario, img, seed=seed)
+        gplan = vm_plan.build(scenario, img, seed=seed, tcp_probe=tcp_probe_path is not None)
     except vm_plan.VmPlanError as exc:
         raise VmError(str(exc)) from None
     tmp = Path(tempfile.mkdtemp(prefix="fairlab-vm-"))
     with raising_on_signals():
         try:
             return _boot_and_collect(scenario, gplan, img, binary, tmp, seed=seed, run_index=run_index,
-                                     keep_dir=keep_dir, say=say)
+                                     keep_dir=keep_dir, tcp_probe_path=tcp_probe_path, say=say)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _boot_and_collect(scenario: Scenario, gplan: vm_plan.GuestPlan, img: vm_image.Image, binary: str, tmp: Path, *,
                       seed: int, run_index: int, keep_dir: str | os.PathLike[str] | None,
-                      say: Progress) -> Trace:
+                      tcp_probe_path: str | os.PathLike[str] | None, say: Progress) -> Trace:
     """The per-run initramfs, the boot, and the results; ``tmp`` is removed by the caller."""
     initrd = tmp / "initrd.cpio"
     entries = [
@@ -135,8 +138,27 @@ def _boot_and_collect(scenario: Scenario, gplan: vm_plan.GuestPlan, img: vm_imag
     if err:
         raise VmError(f"in the guest: {err.strip()}")
     trace = _collect(scenario, gplan, res, run_index=run_index)
-    return _with_meta(trace, scenario, gplan, img, res, boot, argv, seed=seed, run_index=run_index,
-                      qemu_binary=binary)
+    trace = _with_meta(trace, scenario, gplan, img, res, boot, argv, seed=seed, run_index=run_index,
+                       qemu_binary=binary)
+    if tcp_probe_path is not None:
+        trace.meta["vm"]["tcp_probe"] = _write_tcp_probe(res, gplan, Path(tcp_probe_path))
+    return trace
+
+
+def _write_tcp_probe(res: Path, gplan: vm_plan.GuestPlan, dest: Path) -> dict[str, object]:
+    """Parse the guest's per-ACK trace into ``dest``; what the run's meta records of it."""
+    probe = tcp_probe
+    text = _read(res / "tcp_probe.txt")
+    if text is None:
+        raise VmError("the guest wrote no per-ACK trace (tcp_probe.txt); see run.log in --keep-dir")
+    try:
+        frame = probe.parse(text, t0_ns=_int_file(res / "t0") or 0, first_port=gplan.flows[0].port,
+                            n_flows=len(gplan.flows))
+    except probe.TcpProbeError as exc:
+        raise VmError(str(exc)) from None
+    lost = probe.lost_events(_read(res / "tcp_probe-stats.txt"))
+    probe.write(frame, dest)
+    return {"file": dest.name, "events": int(len(frame)), "lost_events": lost}
 
 
 def _extract(archive: bytes, dest: Path) -> None:
@@ -174,6 +196,9 @@ def _collect(scenario: Scenario, gplan: vm_plan.GuestPlan, res: Path, *, run_ind
     sample_parts, flow_rows, notes = [], [], list(gplan.notes)
     interval_s = gplan.interval_ns / 1e9
     specs = scenario.resolve()["flows"]
+    starts = tcp_probe.data_starts(_read(res / "tcp_probe.txt") or "", t0_ns=t0,
+                                   ports={gf.port: gf.index for gf in gplan.flows if gf.tool == "iperf3"})
+    late: list[float] = []
     for gf in gplan.flows:
         rc = _int_file(res / f"client-{gf.index}.rc")
         received = res / f"server-{gf.index}.json"
@@ -193,15 +218,21 @@ def _collect(scenario: Scenario, gplan: vm_plan.GuestPlan, res: Path, *, run_ind
             raise VmError(f"the result files of flow {gf.label} hold more than one flow, expected one")
         launched_ns = _int_file(res / f"launch-{gf.index}")
         launched = (launched_ns - t0) / 1e9 if launched_ns is not None else gf.offset_ns / 1e9
+        # iperf3 counts its intervals from its test start, which comes after its
+        # connection set-up: place them on the measured first data segment
+        # (tcp_probe.data_starts), not on the launch.
+        started = starts.get(gf.index, launched)
+        if gf.index in starts:
+            late.append(started - gf.offset_ns / 1e9)
         s = receiver_samples(rx, tx, interval_s)
-        s["t"] = s["t"] + launched
+        s["t"] = s["t"] + started
         s["flow"] = gf.index
         s["run"] = run_index
         sample_parts.append(s)
         row = (tx if tx is not None else rx).flows.iloc[0].to_dict()
         spec = specs[gf.index]
         row.update({
-            "flow": gf.index, "start_s": launched, "configured_start_s": spec["start_ns"] / 1e9,
+            "flow": gf.index, "start_s": started, "configured_start_s": spec["start_ns"] / 1e9,
             "min_srtt_s": row.get("rtt_s"), "rtt_s": spec["rtt_ns"] / 1e9, "ecn": bool(spec["ecn"]),
             "mss": int(spec["mss"]), "cca": gf.cca, "source": str(received.name),
         })
@@ -214,6 +245,10 @@ def _collect(scenario: Scenario, gplan: vm_plan.GuestPlan, res: Path, *, run_ind
                 if "server-side file" in n or "does not name the sender" in n:
                     continue
                 notes.append(re.sub(r"^\S+\.json: ", f"flow {gf.label} ({side} side): ", n))
+    if late:
+        span = f"{min(late):.2f} s" if f"{min(late):.2f}" == f"{max(late):.2f}" else f"{min(late):.2f}–{max(late):.2f} s"
+        notes.append(f"the flows' first data left {span} after their scheduled starts (iperf3's connection set-up: "
+                     "control connection, parameters, data connection); samples sit on the measured starts")
     samples = pd.concat(sample_parts, ignore_index=True)
     bottleneck = bottleneck_samples(_read(res / "qdisc-samples.txt") or "", t0_ns=t0, run=run_index)
     meta = {"notes": notes, "interval_s": gplan.interval_ns / 1e9}

@@ -100,6 +100,45 @@ fl_wait_listening() {
   done
 }
 
+# Record the senders' TCP state per received segment (the tcp:tcp_probe tracepoint,
+# which fires for each segment an established socket receives) on CLOCK_MONOTONIC,
+# like fl_now. The filter keeps the senders' side (destination port a traffic
+# server's) and whatever FILTER adds: every ACK for --tcp-probe, or only the first
+# round trip of each connection (cwnd at its initial value, ssthresh infinite),
+# which dates each flow's first data segment (runner.data_starts).
+# usage: fl_trace_start FIRST_PORT LAST_PORT [FILTER]
+fl_trace_start() {
+  _t=/sys/kernel/tracing
+  mount -t tracefs nodev $_t 2>/dev/null || [ -d $_t/events ] || fl_fail "could not mount tracefs"
+  [ -d $_t/events/tcp/tcp_probe ] || fl_fail "the guest kernel has no tcp:tcp_probe tracepoint"
+  echo mono > $_t/trace_clock || fl_fail "the guest kernel has no mono trace clock"
+  echo 131072 > $_t/buffer_size_kb || fl_fail "could not size the trace buffer"
+  _f="dport >= $1 && dport <= $2"
+  [ -n "${3:-}" ] && _f="$_f && $3"
+  echo "$_f" > $_t/events/tcp/tcp_probe/filter || fl_fail "could not filter tcp_probe"
+  echo 1 > $_t/events/tcp/tcp_probe/enable || fl_fail "could not enable tcp_probe"
+  echo 1 > $_t/tracing_on
+}
+
+fl_trace_stop() {
+  _t=/sys/kernel/tracing
+  echo 0 > $_t/tracing_on
+  cat $_t/per_cpu/cpu0/stats > $RES/tcp_probe-stats.txt
+  cat $_t/trace > $RES/tcp_probe.txt
+}
+
+# The first iperf3 of a boot costs about a second of virtual time before it
+# connects (loading and relocating its libraries; later ones connect within their
+# handshakes' round trips). Pay it before t0 with a tiny test on the receiver's
+# loopback, so a flow scheduled at t = 0 does not start a second late.
+fl_warm_up() {
+  fl_ns d $IPERF3 -s -p 5999 -1 > /dev/null 2>&1 &
+  _w=$!
+  fl_wait_listening d 5999
+  fl_ns d $IPERF3 -c 127.0.0.1 -p 5999 -n 1K > /dev/null 2>&1 || fl_fail "the iperf3 warm-up test failed"
+  wait $_w
+}
+
 fl_collect_final() {
   fl_ns r $TC -s -d -j qdisc show > $RES/qdisc-final.json 2>&1
   fl_ns r $TC -s -d -j class show dev rd > $RES/class-final.json 2>&1

@@ -68,7 +68,7 @@ def test_bad_sweep_paths_name_the_problem():
     assert d == {"a": [{"b": 2}]}
 
 
-def test_seeds_are_derived_deterministically_and_shared_across_conditions():
+def test_seeds_are_derived_deterministically_and_differ_across_conditions():
     assert derive_seed(7, 0) == 7
     seeds = [derive_seed(7, k) for k in range(50)]
     assert len(set(seeds)) == 50 and seeds == [derive_seed(7, k) for k in range(50)]
@@ -76,7 +76,13 @@ def test_seeds_are_derived_deterministically_and_shared_across_conditions():
     by_cond = {}
     for t in c.tasks:
         by_cond.setdefault(t.condition, []).append(t.seed)
-    assert len({tuple(v) for v in by_cond.values()}) == 1  # common random numbers
+    assert len(by_cond) == 2 and len({s for v in by_cond.values() for s in v}) == 4  # every run its own seed
+    crn = expand(doc(sweep={"flows[*].rtt": ["10ms", "20ms"], "common_random_numbers": True}))
+    by_cond = {}
+    for t in crn.tasks:
+        by_cond.setdefault(t.condition, []).append(t.seed)
+    assert list(by_cond.values()) == [[7, derive_seed(7, 1)]] * 2  # common random numbers: as without a sweep
+    assert [t.seed for t in expand(doc()).tasks] == [7, derive_seed(7, 1)]  # no sweep: the file's seed
 
 
 def test_content_address_changes_with_scenario_seed_and_backend():
@@ -94,7 +100,7 @@ def test_calibration_and_solo_runs_are_derived_once():
     c = expand(doc(runs=1, analysis={"nru": True, "harm": True}, sweep={"flows[1].cca": ["reno", "cubic"]}))
     cal = [t for t in c.tasks if t.kind == CALIBRATION]
     # reno-vs-reno IS the first main condition, so its self-competition run is that
-    # main run, planned once; cubic's is a new run
+    # main run (same resolved scenario, so the same seeds), planned once; cubic's is new
     assert [tuple(f["cca"] for f in t.scenario["flows"]) for t in cal] == [("cubic", "cubic")]
     main_keys = {t.key for t in c.tasks if t.kind == MAIN}
     reno_cal = {k for links in c.links.values() for k in links["calibration"]["reno"]}

@@ -72,7 +72,8 @@ def test_count_expands_flows_with_distinct_labels():
 def test_units_in_qdisc_and_controller_params_are_parsed_once():
     s = Scenario.from_dict({"name": "x", "duration": "10s", "bottleneck": {"rate": "1Gbit", "qdisc": "blue", "params": {"freeze_time": "50ms", "d1": 0.02}}, "flows": [{"cca": "cubic", "rtt": "10ms", "params": {"kernel": "2.6.22"}}]})
     doc = s.resolve()
-    assert doc["bottleneck"]["params"] == {"freeze_time": 50_000_000, "d1": 0.02}
+    # d2 is not given: a tenth of the given d1 (docs/qdiscs.md, "BLUE's steps from the link")
+    assert doc["bottleneck"]["params"] == {"freeze_time": 50_000_000, "d1": 0.02, "d2": 0.002}
     assert doc["flows"][0]["params"] == {"kernel": "2.6.22"}
 
 

@@ -127,5 +127,8 @@ def _to_trace(scenario: Scenario, resolved: dict, out: dict, *, wall_s: float, s
         "totals": {k: v for k, v in totals.items() if k != "flows"},
         "flow_totals": totals["flows"],
         "resolved_scenario": resolved,
+        # where BLUE's d1, d2 and freeze_time came from (docs/qdiscs.md); None for other qdiscs
+        "qdisc_rule": scenario.qdisc_params()[1],
     }
+
     return Trace.from_frames(samples, flows, bottleneck, meta)

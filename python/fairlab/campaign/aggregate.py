@@ -27,8 +27,8 @@ from ..metrics.stats import RunStats, run_stats
 from ..report.labels import condition_label
 from ..scenario import Scenario
 from ..trace import Trace
-from .plan import CALIBRATION, MAIN, SOLO, Campaign, expand
-from .store import Store
+from .plan import CALIBRATION, CRN_KEY, MAIN, SOLO, Campaign, expand
+from .store import Store, manifest_crn
 
 
 #: Below this fraction of the link rate a condition's flows did not fill the link, so
@@ -181,7 +181,8 @@ def campaign_of(store: Store) -> Campaign:
     today's engine: its runs have happened (or failed) already, and a range
     tightened since must not make the finished ones unreportable."""
     m = store.manifest()
-    doc = {**m["base"], **({"sweep": {**m["sweep"], "mode": m["mode"]}} if m["sweep"] else {})}
+    sweep = {**m["sweep"], "mode": m["mode"], CRN_KEY: manifest_crn(m)}
+    doc = {**m["base"], **({"sweep": sweep} if m["sweep"] else {})}
     return expand(doc, source=str(store.root / "campaign.json"), backend=m["backend"], check=False)
 
 

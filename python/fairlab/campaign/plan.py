@@ -16,13 +16,17 @@ tables and figures), e.g. both flows' controls at once:
     pair = [{"flows[0].cca" = "ccid2", "flows[1].cca" = "reno"},
             {"flows[0].cca" = "reno",  "flows[1].cca" = "ccid2"}]
 
-Every point of the sweep is a *condition*; every condition runs `runs` times. Run k of
-every condition uses the same seed, derived from the base seed and k (common random
-numbers: conditions differ by what was swept, not by luck). When `[analysis]` asks for
-NRU or harm, the plan also holds the calibration runs those need (seed 000 §V-A): for
-each condition and each congestion control in it, the same condition with every flow
-using that control; for harm, each flow alone. Identical calibration conditions are
-planned once.
+Every point of the sweep is a *condition*; every condition runs `runs` times. In a
+sweep, run k of a condition has its own seed, a hash of (base seed, the condition as
+resolved, k) — see `condition_seed` — so conditions are independent samples and no
+flow wins every condition by the luck of one shared seed. With
+`common_random_numbers = true` in `[sweep]`, run k of every condition uses the same
+seed instead, derived from the base seed and k only (as without a sweep). When
+`[analysis]` asks for NRU or harm, the plan also holds the calibration runs those
+need (seed 000 §V-A): for each condition and each congestion control in it, the same
+condition with every flow using that control; for harm, each flow alone. They are
+seeded by the same rule, so an identical calibration condition — whichever
+conditions need it, and a main condition that already is one — is planned once.
 """
 
 from __future__ import annotations
@@ -44,6 +48,9 @@ _INDEX = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(\[(?P<idx>\*|\d+)\])?$")
 
 MAIN, CALIBRATION, SOLO = "main", "calibration", "solo"
 
+#: The `[sweep]` key that asks for common random numbers across conditions.
+CRN_KEY = "common_random_numbers"
+
 
 def derive_seed(base: int, run_index: int) -> int:
     """Seed of run ``run_index`` (0-based): run 0 uses the base seed itself, later runs a
@@ -54,6 +61,25 @@ def derive_seed(base: int, run_index: int) -> int:
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
     return (z ^ (z >> 31)) & 0x7FFFFFFFFFFFFFFF
+
+
+def condition_seed(base: int, condition: dict[str, Any] | None, run_index: int) -> int:
+    """Seed of run ``run_index`` of a condition of a sweep.
+
+    ``condition`` is the condition's resolved scenario (`Scenario.resolve`); ``None``
+    asks for common random numbers, and so does a campaign without a sweep: then the
+    seed is `derive_seed(base, run_index)`, and run 0 of a scenario file keeps the seed
+    the file names. Otherwise it is BLAKE2b over the canonical JSON of (base seed, the
+    condition without its name and seed, run index), cut to 63 bits: the same in every
+    process and on every machine, whatever the order of the sweep's axes and values;
+    different for conditions that differ in anything physical, so a flow's luck in
+    one condition says nothing about the next; equal for physically identical ones,
+    so such a run is planned once."""
+    if condition is None:
+        return derive_seed(base, run_index)
+    physics = {k: v for k, v in condition.items() if k not in ("name", "seed")}
+    digest = hashlib.blake2b(canonical_json({"base": base, "condition": physics, "run": run_index}).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") & 0x7FFFFFFFFFFFFFFF
 
 
 def set_path(doc: dict[str, Any], path: str, value: Any, *, source: str) -> None:
@@ -166,6 +192,8 @@ class Campaign:
     sweep: dict[str, list[Any]]
     mode: str
     backend: str = "sim"
+    #: `[sweep] common_random_numbers = true`: run k of every condition shares one seed
+    common_random_numbers: bool = False
     tasks: list[Task] = field(default_factory=list)
     #: main condition id -> {"calibration": {cca: [run keys]}, "solo": {flow entry index: [run keys]}}.
     #: Keys, not condition ids: a calibration run that is physically identical to a
@@ -310,8 +338,13 @@ def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "s
     if not isinstance(sweep, dict):
         raise ScenarioError(f"{source}: [sweep] must be a table of path = [values]")
     mode = sweep.pop("mode", "product")
+    crn = sweep.pop(CRN_KEY, False)
+    if not isinstance(crn, bool):
+        raise ScenarioError(f"{source}: [sweep] {CRN_KEY} = {crn!r} is not allowed; write true (run k of every condition shares one seed) "
+                            "or false (the default: each condition has seeds of its own)")
     base = Scenario.from_dict(doc, source=source)  # the base itself must be valid
-    camp = Campaign(name=base.name, source=source, base=doc, sweep=sweep, mode=mode, backend=backend)
+    camp = Campaign(name=base.name, source=source, base=doc, sweep=sweep, mode=mode, backend=backend, common_random_numbers=crn)
+    shared_seeds = crn or not sweep
     planned: set[str] = set()
     # Identical documents (e.g. the solo runs of flows that differ only in position)
     # are validated, checked and hashed once; their runs are planned once anyway.
@@ -330,8 +363,9 @@ def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "s
             check_bottleneck(model, f"{source} [{label}]")
         cond = _condition_id(d, kind)
         keys = []
+        physics = None if shared_seeds else model.resolve()
         for k in range(model.runs):
-            seed = derive_seed(model.seed, k)
+            seed = condition_seed(model.seed, physics, k)
             key = run_key(model.resolve(seed=seed), seed, backend)
             keys.append(key)
             if key in planned:

@@ -202,11 +202,27 @@ class Store:
     # ------------------------------------------------------------------ set-up
     def init(self, campaign: Campaign) -> None:
         """Create the directory for ``campaign``, or check that it holds the same one."""
-        doc = {"name": campaign.name, "base": campaign.base, "sweep": campaign.sweep, "mode": campaign.mode, "backend": campaign.backend}
+        # Without a sweep there is one condition, and the choice changes no seed.
+        crn = campaign.common_random_numbers if campaign.sweep else None
+        doc = {"name": campaign.name, "base": campaign.base, "sweep": campaign.sweep, "mode": campaign.mode, "backend": campaign.backend,
+               "common_random_numbers": crn}
         manifest = self.root / "campaign.json"
         if manifest.exists():
             old = self.manifest()
-            if canonical_json({k: old.get(k) for k in doc}) != canonical_json(doc):
+            stored = {**{k: old.get(k) for k in doc}, "common_random_numbers": manifest_crn(old) if old.get("sweep") else None}
+            same_but_seeding = canonical_json({**stored, "common_random_numbers": crn}) == canonical_json(doc)
+            if same_but_seeding and "common_random_numbers" not in old and old.get("sweep"):
+                # Written before conditions had seeds of their own. Its runs are
+                # recomputed under the new seeds, as after an engine rebuild (the
+                # engine's fingerprint is in every key); the manifest records the choice.
+                self._atomic_write(manifest, json.dumps({**old, "common_random_numbers": crn}, indent=2, default=str).encode())
+            elif canonical_json(stored) != canonical_json(doc):
+                if same_but_seeding:
+                    # The same campaign planned with the other seeding: its runs carry
+                    # other seeds, so resuming it would silently start over.
+                    was = "one seed per run index shared by all conditions" if stored["common_random_numbers"] else "each condition's own seeds"
+                    raise StoreError(f"{self.root} holds this campaign run with {was}; set `common_random_numbers = "
+                                     f"{str(stored['common_random_numbers']).lower()}` in [sweep] to resume it, or use another --out directory")
                 raise StoreError(
                     f"{self.root} already holds a different campaign ({old.get('name')!r}); "
                     "use another --out directory or delete this one"
@@ -450,3 +466,9 @@ def open_campaign(root: str | Path) -> dict[str, pd.DataFrame]:
     store = Store(root)
     store.manifest()
     return store.frames()
+
+
+def manifest_crn(manifest: dict[str, Any]) -> bool:
+    """Whether a stored campaign shares seeds across conditions. A manifest written
+    from before the choice existed lacks the field; every campaign then shared them."""
+    return bool(manifest.get("common_random_numbers", True))

@@ -65,7 +65,7 @@ def plan(
     console.print(
         f"{len(camp.conditions)} condition(s) × runs = {camp.count(MAIN)} main runs, "
         f"{camp.count(CALIBRATION)} calibration runs, {camp.count(SOLO)} solo runs; {len(camp.tasks)} in all"
-        + (f" (sweep mode: {camp.mode})" if camp.sweep else "")
+        + (f" (sweep mode: {camp.mode}; {'common random numbers: run k of every condition shares a seed' if camp.common_random_numbers else 'each condition has its own seeds'})" if camp.sweep else "")
     )
     for n in notes:
         console.print(f"note: {n}", highlight=False, markup=False)
@@ -82,6 +82,7 @@ def plan_document(camp: Campaign, notes: list[str]) -> dict[str, Any]:
         "backend": camp.backend,
         "sweep": camp.sweep,
         "mode": camp.mode if camp.sweep else None,
+        "common_random_numbers": camp.common_random_numbers if camp.sweep else None,
         "counts": {
             "conditions": len(camp.conditions),
             "main": camp.count(MAIN),

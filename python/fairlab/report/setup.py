@@ -23,16 +23,21 @@ FLOW_LIST_LIMIT = 6
 
 def _qdisc(s: Scenario) -> str:
     b = s.bottleneck
-    if not b.params:
+    params, rule = s.qdisc_params()
+    if rule is None:
+        params = b.params  # as the file gives them; the engine's documented defaults for the rest
+    if not params:
         return f"{b.qdisc} (defaults)" if b.qdisc != "droptail" else "droptail"
     parts = []
-    for k, v in b.params.items():
+    for k, v in params.items():
+        if isinstance(v, float):
+            v = f"{v:.3g}"
         if k.endswith("_time") and isinstance(v, int) and v >= 1000:  # ns, as the engine takes it
             v = fmt_seconds(v / 1e9)
         elif isinstance(v, bool):
             v = str(v).lower()  # as the scenario file spells it
         parts.append(f"{k}={v}")
-    return f"{b.qdisc} ({', '.join(parts)})"
+    return f"{b.qdisc} ({', '.join(parts)}{'; ' + rule if rule else ''})"
 
 
 def buffer_text(s: Scenario) -> str:

@@ -252,6 +252,15 @@ class Scenario(_Strict):
                 out.append((f"{b}-{seen[b]}" if total[b] > 1 else b, f))
         return out
 
+    def qdisc_params(self) -> tuple[dict[str, Any], str | None]:
+        """The bottleneck's parameters as the engine takes them — given ones in engine
+        units, plus BLUE's steps and freeze time derived from the link where the
+        scenario leaves them out (`qdisc_defaults`) — and a sentence naming where
+        BLUE's came from (None for other disciplines)."""
+        from .qdisc_defaults import complete_params
+
+        return complete_params(self, resolve_params(self.bottleneck.params))
+
     def resolve(self, *, seed: int | None = None) -> dict[str, Any]:
         """The resolved document the Rust engine reads (integers only)."""
         return {
@@ -263,7 +272,7 @@ class Scenario(_Strict):
                 "rate_bps": self.bottleneck.rate,
                 "buffer": self.buffer_bytes_or_packets(),
                 "qdisc": self.bottleneck.qdisc,
-                "params": resolve_params(self.bottleneck.params),
+                "params": self.qdisc_params()[0],
                 "reference_rtt_ns": self.reference_rtt,
                 "loss_rate": self.bottleneck.loss_rate,
             },

@@ -426,6 +426,8 @@ def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabi
         "run_index": int(run_index),
         "scenario": scenario.name,
         "resolved_scenario": resolved,
+        # where BLUE's d1, d2 and freeze_time came from (docs/qdiscs.md); None for other qdiscs
+        "qdisc_rule": scenario.qdisc_params()[1],
         "emulation": {"path": choice.path, "why": choice.why, **link_meta},
         "kernel": caps.kernel,
         "tool": "iperf3",

@@ -385,7 +385,7 @@ pub static REGISTRY: &[CcEntry] = &[
     },
     CcEntry {
         name: "westwood",
-        summary: "TCP Westwood+ (Mascolo et al. 2001, Grieco & Mascolo 2004; Linux tcp_westwood.c): ssthresh = BWE·RTTmin on loss",
+        summary: "TCP Westwood+ (Mascolo et al. 2001, Grieco & Mascolo 2004; Linux tcp_westwood.c): cwnd = ssthresh = BWE·RTTmin when recovery ends",
         params: westwood::WestwoodConfig::PARAMS,
         build: westwood::Westwood::build,
     },
@@ -409,7 +409,7 @@ pub static REGISTRY: &[CcEntry] = &[
     },
     CcEntry {
         name: "vegas",
-        summary: "TCP Vegas (Brakmo & Peterson 1995; Linux tcp_vegas.c, paper's diff = cwnd·(RTT−BaseRTT)/RTT)",
+        summary: "TCP Vegas (Brakmo & Peterson 1995; Linux tcp_vegas.c: diff = ⌊cwnd·(RTT−BaseRTT)/BaseRTT⌋ held in [α, β])",
         params: vegas::VegasConfig::PARAMS,
         build: vegas::Vegas::build,
     },

@@ -28,11 +28,14 @@
 //! (recovery) Linux falls back to Reno; recovery holds the window still here
 //! anyway.
 //!
-//! Deviations: Linux's `hybla_init` starts the window at ⌊ρ⌋ from the
+//! After an RTO, Linux grows by Reno's slow start (+1 per acknowledged segment)
+//! until the data outstanding at the timeout is acknowledged: `hybla_en` is off
+//! outside the Open state, and CA_Loss lasts until `high_seq`. Here that is the
+//! bytes in flight at the RTO, counted down by the ACKs.
+//!
+//! Deviation: Linux's `hybla_init` starts the window at ⌊ρ⌋ from the
 //! handshake's RTT; the initial window here is the sender's (`CcInit`), because
-//! the controller has no RTT before the first ACK. After an RTO Linux grows by
-//! Reno's slow start until the lost data is repaired (`hybla_en` is off outside
-//! Open); here Hybla's slow start resumes at once.
+//! the controller has no RTT before the first ACK.
 
 use super::segwin::{undo_to_saved, SegWindow};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
@@ -78,6 +81,8 @@ struct State {
     min_srtt: Option<SimDuration>,
     /// Fractional segments not yet added, in 1/128ths (Linux `snd_cwnd_cents`).
     cents: u32,
+    /// Bytes still to be acknowledged before CA_Loss ends after an RTO (0: Open).
+    loss_left: u64,
 }
 
 /// TCP Hybla.
@@ -91,7 +96,7 @@ pub struct Hybla {
 impl Hybla {
     /// A Hybla controller.
     pub fn new(cfg: HyblaConfig, init: &CcInit) -> Self {
-        Hybla { cfg, s: State { w: SegWindow::new(init), rho_8ths: 8, min_srtt: None, cents: 0 }, undo: None }
+        Hybla { cfg, s: State { w: SegWindow::new(init), rho_8ths: 8, min_srtt: None, cents: 0, loss_left: 0 }, undo: None }
     }
 
     /// Name-table constructor.
@@ -144,7 +149,14 @@ impl CongestionControl for Hybla {
             return;
         }
         self.s.w.in_recovery = false;
+        let in_loss = self.s.loss_left > 0;
+        self.s.loss_left = self.s.loss_left.saturating_sub(ack.acked_bytes);
         if ack.app_limited {
+            return;
+        }
+        if in_loss {
+            // CA_Loss: hybla_en is off, Linux uses tcp_reno_cong_avoid.
+            self.s.w.reno_cong_avoid(ack.acked_segments);
             return;
         }
         let slow = self.s.w.in_slow_start();
@@ -183,10 +195,11 @@ impl CongestionControl for Hybla {
         self.s.w.in_recovery = false;
     }
 
-    fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
+    fn on_rto(&mut self, _now: SimTime, in_flight: u64) {
         self.undo = Some(self.s);
         let ss = self.s.w.cwnd / 2;
         self.s.w.enter_loss(ss);
+        self.s.loss_left = in_flight.max(1);
     }
 
     fn on_spurious_loss(&mut self, _now: SimTime) {
@@ -196,6 +209,7 @@ impl CongestionControl for Hybla {
             self.s.rho_8ths = cur.rho_8ths;
             self.s.min_srtt = cur.min_srtt;
             self.s.cents = cur.cents;
+            self.s.loss_left = 0;
         }
     }
 
@@ -321,6 +335,22 @@ mod tests {
         c.on_ack(&ack_at(srtt, false));
         assert_eq!((c.s.w.cwnd, c.s.cents), (5, 84));
         assert_eq!(c.rho(), 1.5);
+    }
+
+    #[test]
+    fn after_an_rto_reno_slow_start_until_the_flight_is_acknowledged() {
+        // SRTT 100 ms (ρ = 4: Hybla's slow start adds 15 per ACK). RTO with 5
+        // segments in flight: cwnd 1, ssthresh 100; the next 5 one-segment ACKs
+        // are CA_Loss, +1 each (tcp_reno_cong_avoid), then Hybla's +15.
+        let mut c = in_ca(100_000, 200);
+        c.on_rto(SimTime::from_secs(1), 5000);
+        assert_eq!((c.s.w.cwnd, c.s.w.ssthresh), (1, 100));
+        for k in 1..=5 {
+            c.on_ack(&ack_at(SimDuration::from_millis(100), false));
+            assert_eq!(c.s.w.cwnd, 1 + k);
+        }
+        c.on_ack(&ack_at(SimDuration::from_millis(100), false));
+        assert_eq!(c.s.w.cwnd, 6 + 15);
     }
 
     #[test]

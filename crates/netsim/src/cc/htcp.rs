@@ -30,10 +30,13 @@
 //! jiffies and the RTT-scaling divisor ⌊8·HZ/(10·26)⌋ = 7 instead of 8 (α is
 //! 8/7 of the paper's); α(Δ) is an integer (`factor`) and β = ⌊128·RTT_min/RTT_max⌋/128.
 //!
+//! After an RTO the state is CA_Loss (no RTT_max or throughput samples; Δ
+//! restarts on the return to Open) until the bytes in flight at the timeout are
+//! acknowledged (Linux: until `high_seq`).
+//!
 //! Deviations: RTT samples come from `ack.rtt` (Linux: `sample->rtt_us`). The
-//! first throughput interval starts at the first ACK (Linux: at jiffy 0, which
-//! makes its first sample ≈ 0). Linux's CA_Loss state after an RTO ends with the
-//! first ACK outside recovery here.
+//! first throughput interval starts at the first ACK (Linux: at jiffy 0; no
+//! sample completes during slow start either way).
 
 use super::jiffies::{jiffies, ms_to_jiffies, rtt_jiffies, HZ};
 use super::segwin::SegWindow;
@@ -123,6 +126,8 @@ struct State {
     /// Linux CA state Open. Not the window's `in_recovery`: an RTO leaves Open
     /// (CA_Loss) until an ACK outside recovery, and H-TCP measures only in Open.
     open: bool,
+    /// Bytes still to be acknowledged before CA_Loss ends after an RTO (0: not in it).
+    loss_left: u64,
     // Throughput measurement for the bandwidth switch (segments per second).
     packetcount: u64,
     lasttime: Option<u64>,
@@ -165,6 +170,7 @@ impl Htcp {
             max_rtt: 0,
             last_cong: None,
             open: true,
+            loss_left: 0,
             packetcount: 0,
             lasttime: None,
             bi: 0,
@@ -331,12 +337,16 @@ impl CongestionControl for Htcp {
         if self.s.last_cong.is_none() {
             self.s.last_cong = Some(now_j);
         }
-        if !ack.in_recovery && !self.s.open {
-            // Back to Open without an explicit exit call.
-            self.s.open = true;
+        // CA_Loss lasts through the ACK that completes it (Linux's pkts_acked
+        // runs before the state machine moves to Open).
+        let in_loss = self.s.loss_left > 0;
+        self.s.loss_left = self.s.loss_left.saturating_sub(ack.acked_bytes);
+        let open = !ack.in_recovery && !in_loss;
+        if open && !self.s.open {
+            // Back to Open without an explicit exit call (after CA_Loss).
             self.s.last_cong = Some(now_j);
         }
-        self.s.open = !ack.in_recovery;
+        self.s.open = open;
         self.s.w.in_recovery = ack.in_recovery;
         if let Some(rtt) = ack.rtt.filter(|r| r.as_nanos() >= 1000) {
             self.measure_rtt(rtt_jiffies(rtt));
@@ -374,9 +384,10 @@ impl CongestionControl for Htcp {
         self.s.w.in_recovery = false;
     }
 
-    fn on_rto(&mut self, now: SimTime, _in_flight: u64) {
+    fn on_rto(&mut self, now: SimTime, in_flight: u64) {
         let ss = self.enter_event(now);
         self.s.w.enter_loss(ss);
+        self.s.loss_left = in_flight.max(1);
     }
 
     /// Linux `htcp_cwnd_undo`: the Δ clock, RTT_max and the old best throughput
@@ -390,6 +401,7 @@ impl CongestionControl for Htcp {
             self.s.max_rtt = u.max_rtt;
             self.s.old_max_b = u.old_max_b;
             self.s.open = true;
+            self.s.loss_left = 0;
         }
     }
 
@@ -586,6 +598,22 @@ mod tests {
         h.loss();
         h.cc.on_spurious_loss(h.now);
         assert_eq!(h.cwnd_segs(), w);
+    }
+
+    #[test]
+    fn after_an_rto_it_leaves_open_until_the_flight_is_acknowledged() {
+        // RTO with 5 segments in flight: the 5 ACKs that repair it are CA_Loss,
+        // (no RTT_max or throughput samples there); the next one is Open again.
+        let mut h = htcp("{}", 100);
+        h.grow_to(50);
+        h.cc.on_rto(h.now, 5000);
+        h.rtt = SimDuration::from_millis(104); // 26 jiffies, within 20 ms of 25
+        for _ in 0..5 {
+            h.ack(1);
+        }
+        assert_eq!(h.cc.metrics().phase, "recovery");
+        h.ack(1);
+        assert_ne!(h.cc.metrics().phase, "recovery");
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! Throughput benchmark of the engine (not a test): S1, S2, S3 from the brief.
+//! Throughput benchmark of the engine (not a test): S1, S2, S3 from the brief, plus
+//! a 64-flow case.
 //!
-//! `cargo run --release --example bench -- [s1|s2|s3|all|hash] [--quick] [--repeat N] [--secs N]`
+//! `cargo run --release --example bench -- [s1|s2|s3|s64|all|hash] [--quick] [--repeat N] [--secs N] [--no-jitter] [--json]`
 //!
 //! S1: reno + cubic (reno + reno if cubic is absent), 100 Mb/s, RTT 100 ms, 100 % BDP
 //!     DropTail, 300 s simulated. Target ≤ 1.0 s wall on one core.
@@ -8,6 +9,13 @@
 //!     ≤ 1 GiB RSS.
 //! S3: 1,000 flows (reno/cubic alternating), 1 Gb/s, RTT 100 ms, 100 % BDP, 60 s.
 //!     Target: bottleneck packets per wall-second ≥ half of S1's.
+//! S64: 64 flows (reno/cubic alternating), 100 Mb/s, RTT 100 ms, 100 % BDP, 120 s.
+//!
+//! Every scenario runs with the defaults a user's scenario gets (docs/scenario-format.md):
+//! host jitter "auto" = one bottleneck transmission time of a full-size packet,
+//! start jitter 10 ms, access links at 10× the bottleneck. `--no-jitter` turns host
+//! jitter off (the figures before issue 15 were measured that way).
+//! `--json` prints one JSON object per run (for `bench/bench_engine.py`).
 //!
 //! Wall time is measured here, in the example, never in the library (sans-IO).
 
@@ -23,7 +31,7 @@ fn cca_or(name: &str, fallback: &str) -> String {
     }
 }
 
-fn spec(name: &str, rate_bps: u64, rtt_ns: u64, buffer_frac: f64, duration_s: u64, ccas: &[String]) -> ScenarioSpec {
+fn spec(name: &str, rate_bps: u64, rtt_ns: u64, buffer_frac: f64, duration_s: u64, ccas: &[String], host_jitter: bool) -> ScenarioSpec {
     let bdp_bytes = (rate_bps as f64 / 8.0 * rtt_ns as f64 / 1e9) as u64;
     let buffer_pkts = ((bdp_bytes as f64 * buffer_frac) / 1500.0).round().max(1.0) as u64;
     let flows: Vec<String> = ccas
@@ -36,10 +44,13 @@ fn spec(name: &str, rate_bps: u64, rtt_ns: u64, buffer_frac: f64, duration_s: u6
             )
         })
         .collect();
+    // The Python front end's "auto" host jitter (scenario/model.py `host_jitter_ns`):
+    // one bottleneck transmission time of a 1,500-byte IP packet.
+    let jitter_ns = if host_jitter { ((1500.0 * 8.0 * 1e9 / rate_bps as f64).round() as u64).max(1) } else { 0 };
     let json = format!(
         r#"{{"name": "{name}", "seed": 1, "duration_ns": {}, "interval_ns": 1000000000,
         "bottleneck": {{"rate_bps": {rate_bps}, "buffer": {{"packets": {buffer_pkts}}}, "qdisc": "droptail", "params": {{}}, "reference_rtt_ns": {rtt_ns}}},
-        "access_rate_bps": {}, "start_jitter_ns": 10000000, "host_jitter_ns": 0, "flows": [{}]}}"#,
+        "access_rate_bps": {}, "start_jitter_ns": 10000000, "host_jitter_ns": {jitter_ns}, "flows": [{}]}}"#,
         duration_s * 1_000_000_000,
         rate_bps * 10,
         flows.join(",")
@@ -61,7 +72,7 @@ fn cpu_secs() -> Option<f64> {
     Some(utime / 100.0)
 }
 
-fn bench(label: &str, s: &ScenarioSpec) -> f64 {
+fn bench(label: &str, s: &ScenarioSpec, json: bool) -> f64 {
     let c0 = cpu_secs();
     let t0 = Instant::now();
     let out = run(s, &mut |_| true).expect("bench run");
@@ -75,13 +86,26 @@ fn bench(label: &str, s: &ScenarioSpec) -> f64 {
     let pps_cpu = tot.bottleneck_packets as f64 / cpu;
     let sim_s = s.duration_ns as f64 / 1e9;
     let util: f64 = tot.flows.iter().map(|f| f.app_bytes as f64 * 8.0).sum::<f64>() / sim_s / s.bottleneck.rate_bps as f64;
+    if json {
+        println!(
+            r#"{{"scenario": "{}", "flows": {}, "sim_s": {sim_s}, "wall_s": {wall}, "cpu_s": {cpu}, "events": {}, "bottleneck_packets": {}, "host_jitter_ns": {}, "peak_rss_kib": {}}}"#,
+            s.name,
+            s.flows.len(),
+            tot.events,
+            tot.bottleneck_packets,
+            s.host_jitter_ns,
+            peak_rss_kib().unwrap_or(0)
+        );
+        return pps_cpu;
+    }
     println!(
-        "{label}: {} flows, {:.0} s simulated in {wall:.3} s wall ({cpu:.2} s CPU) | {} events ({:.2} M events/s wall, {:.2} M/CPU-s) | {} bottleneck pkts ({:.2} M pkts/s wall, {:.2} M/CPU-s) | utilisation {:.1} % | peak RSS {} MiB",
+        "{label}: {} flows, {:.0} s simulated in {wall:.3} s wall ({cpu:.2} s CPU) | {} events ({:.2} M events/s wall, {:.2} M/CPU-s, {:.2} per bottleneck pkt) | {} bottleneck pkts ({:.2} M pkts/s wall, {:.2} M/CPU-s) | utilisation {:.1} % | peak RSS {} MiB",
         s.flows.len(),
         sim_s,
         tot.events,
         tot.events as f64 / wall / 1e6,
         tot.events as f64 / cpu / 1e6,
+        tot.events as f64 / tot.bottleneck_packets.max(1) as f64,
         tot.bottleneck_packets,
         pps / 1e6,
         tot.bottleneck_packets as f64 / cpu / 1e6,
@@ -165,6 +189,9 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let which = args.iter().find(|a| !a.starts_with("--")).cloned().unwrap_or_else(|| "all".into());
     let quick = args.iter().any(|a| a == "--quick");
+    let json = args.iter().any(|a| a == "--json");
+    let jitter = !args.iter().any(|a| a == "--no-jitter");
+    let jit = if jitter { "host jitter auto" } else { "no host jitter" };
     // `--secs N`: simulate N seconds in every scenario (for callgrind/cachegrind).
     let secs: Option<u64> = args.iter().position(|a| a == "--secs").and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok());
     let d = |default: u64| secs.unwrap_or(default);
@@ -181,18 +208,18 @@ fn main() {
     let repeat: usize = args.iter().position(|a| a == "--repeat").and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(3).max(1);
     let mut s1_pps = None;
     if which == "all" || which == "s1" || which == "s3" {
-        let s1 = spec("S1", 100_000_000, 100_000_000, 1.0, d(300), &[reno.clone(), cubic.clone()]);
-        let label = format!("S1 ({reno}+{cubic}, 100 Mb/s, 100 ms, 1 BDP, {} s)", d(300));
-        s1_pps = (0..repeat).map(|_| bench(&label, &s1)).reduce(f64::max);
+        let s1 = spec("S1", 100_000_000, 100_000_000, 1.0, d(300), &[reno.clone(), cubic.clone()], jitter);
+        let label = format!("S1 ({reno}+{cubic}, 100 Mb/s, 100 ms, 1 BDP, {} s, {jit})", d(300));
+        s1_pps = (0..repeat).map(|_| bench(&label, &s1, json)).reduce(f64::max);
     }
     // S3 right after S1, S2 last: S2 keeps a core busy for ~45 s, after which this
     // VM's clock runs slower, and the S3/S1 ratio must compare like with like.
     if which == "all" || which == "s3" {
         let ccas: Vec<String> = (0..1000).map(|i| if i % 2 == 0 { reno.clone() } else { cubic.clone() }).collect();
-        let s3 = spec("S3", 1_000_000_000, 100_000_000, 1.0, d(60), &ccas);
-        let label = format!("S3 (1000 flows, 1 Gb/s, 100 ms, 1 BDP, {} s)", d(60));
-        let pps = (0..repeat).map(|_| bench(&label, &s3)).reduce(f64::max).unwrap_or(0.0);
-        if let Some(p1) = s1_pps {
+        let s3 = spec("S3", 1_000_000_000, 100_000_000, 1.0, d(60), &ccas, jitter);
+        let label = format!("S3 (1000 flows, 1 Gb/s, 100 ms, 1 BDP, {} s, {jit})", d(60));
+        let pps = (0..repeat).map(|_| bench(&label, &s3, json)).reduce(f64::max).unwrap_or(0.0);
+        if let (Some(p1), false) = (s1_pps, json) {
             println!(
                 "S3/S1 bottleneck packets per CPU-second, best of {repeat} runs each: {:.2} M / {:.2} M = {:.2} (target ≥ 0.5)",
                 pps / 1e6,
@@ -201,10 +228,18 @@ fn main() {
             );
         }
     }
+    if which == "all" || which == "s64" {
+        let ccas: Vec<String> = (0..64).map(|i| if i % 2 == 0 { reno.clone() } else { cubic.clone() }).collect();
+        let s64 = spec("S64", 100_000_000, 100_000_000, 1.0, d(120), &ccas, jitter);
+        let label = format!("S64 (64 flows, 100 Mb/s, 100 ms, 1 BDP, {} s, {jit})", d(120));
+        for _ in 0..repeat {
+            bench(&label, &s64, json);
+        }
+    }
     if which == "all" || which == "s2" {
         let dur = d(if quick { 15 } else { 300 });
-        let s2 = spec("S2", 10_000_000_000, 120_000_000, 0.2, dur, &[reno.clone(), cubic.clone(), bic.clone()]);
-        bench(&format!("S2 ({reno}+{cubic}+{bic}, 10 Gb/s, 120 ms, 0.2 BDP, {dur} s)"), &s2);
+        let s2 = spec("S2", 10_000_000_000, 120_000_000, 0.2, dur, &[reno.clone(), cubic.clone(), bic.clone()], jitter);
+        bench(&format!("S2 ({reno}+{cubic}+{bic}, 10 Gb/s, 120 ms, 0.2 BDP, {dur} s, {jit})"), &s2, json);
     }
 }
 

@@ -41,17 +41,102 @@ pub(crate) struct Event {
     pub kind: EvKind,
 }
 
-impl Ord for Event {
-    fn cmp(&self, other: &Self) -> Ordering {
-        // Reversed: BinaryHeap is a max-heap, we want the earliest (time, seq) first.
-        (other.time, other.seq).cmp(&(self.time, self.seq))
+/// Bits of a key's tag that hold the event kind (above the index bits).
+const KIND_BITS: u32 = 3;
+const K_ACCESS_OUT: u64 = 0;
+const K_LINK_DONE: u64 = 1;
+const K_RECV_ARRIVE: u64 = 2;
+const K_ACK_ARRIVE: u64 = 3;
+pub(crate) const K_TIMER: u64 = 4;
+
+/// How a queue packs `(seq, kind, index)` into one `u64` tag:
+/// `seq << (KIND_BITS + index_bits) | kind << index_bits | index`.
+///
+/// Why: the heap entry is then 16 bytes, `(time, tag)`, instead of 24, and
+/// comparing two entries is comparing two `u64` pairs. Sequence numbers are unique,
+/// so ordering by `(time, tag)` is exactly ordering by `(time, seq)` (STYLE.md §3):
+/// the kind and index bits below never decide. The index gets just the bits the
+/// run's flow and pipe count need, the sequence number the rest (51 bits with 1,000
+/// flows); should a run ever exhaust them, [`EventQueue`] renumbers its pending
+/// entries in order, which changes no ordering.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TagLayout {
+    index_bits: u32,
+}
+
+impl TagLayout {
+    /// A layout for indices below `n`.
+    pub fn for_indices(n: usize) -> Self {
+        let index_bits = (usize::BITS - n.leading_zeros()).max(1);
+        TagLayout { index_bits }
+    }
+    #[inline(always)]
+    fn seq_shift(self) -> u32 {
+        self.index_bits + KIND_BITS
+    }
+    /// First sequence number that no longer fits.
+    #[inline(always)]
+    fn seq_limit(self) -> u64 {
+        1u64 << (64 - self.seq_shift())
+    }
+    #[inline(always)]
+    pub fn pack(self, seq: u64, kind: u64, index: u32) -> u64 {
+        (seq << self.seq_shift()) | (kind << self.index_bits) | index as u64
+    }
+    #[inline(always)]
+    pub fn seq(self, tag: u64) -> u64 {
+        tag >> self.seq_shift()
+    }
+    #[inline(always)]
+    pub fn index(self, tag: u64) -> u32 {
+        (tag & ((1u64 << self.index_bits) - 1)) as u32
+    }
+    #[inline(always)]
+    fn kind(self, tag: u64) -> u64 {
+        (tag >> self.index_bits) & ((1 << KIND_BITS) - 1)
+    }
+    #[inline(always)]
+    fn event(self, key: Key) -> Event {
+        let i = self.index(key.tag);
+        let kind = match self.kind(key.tag) {
+            K_ACCESS_OUT => EvKind::AccessOut(i),
+            K_LINK_DONE => EvKind::LinkDone,
+            K_RECV_ARRIVE => EvKind::RecvArrive(i),
+            K_ACK_ARRIVE => EvKind::AckArrive(i),
+            _ => EvKind::Timer(i),
+        };
+        Event { time: key.time, seq: self.seq(key.tag), kind }
     }
 }
-impl PartialOrd for Event {
+
+/// A heap entry: 16 bytes, ordered by `(time, tag)` (see [`TagLayout`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Key {
+    pub time: u64,
+    pub tag: u64,
+}
+
+/// A packet-event heap entry: [`Key`] in reverse order, because `BinaryHeap` is a
+/// max-heap and the earliest `(time, tag)` must come first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Earliest(Key);
+
+impl Ord for Earliest {
+    #[inline(always)]
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.0.cmp(&self.0)
+    }
+}
+impl PartialOrd for Earliest {
+    #[inline(always)]
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
+
+/// `front` when empty: later than every real event (times stay below `u64::MAX`,
+/// the engine's "never").
+const NO_KEY: Key = Key { time: u64::MAX, tag: u64::MAX };
 
 /// Min-heap of events with a deterministic tie-break.
 ///
@@ -63,42 +148,75 @@ impl PartialOrd for Event {
 /// The earliest non-timer event is held outside the heap (`front`): a handler very
 /// often schedules the very next event (the next packet of a burst, the link's next
 /// departure), and then neither a push nor a pop touches the heap.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct EventQueue {
-    front: Option<Event>,
-    heap: BinaryHeap<Event>,
+    /// The earliest packet event, or [`NO_KEY`].
+    front: Key,
+    heap: BinaryHeap<Earliest>,
     timers: TimerHeap,
+    layout: TagLayout,
     next_seq: u64,
+    /// `layout.seq_limit()`, or less in tests of the renumbering.
+    seq_limit: u64,
 }
 
 impl EventQueue {
-    /// An empty queue with room for `cap` packet events and `flows` timers.
-    pub fn with_capacity(cap: usize, flows: usize) -> Self {
-        EventQueue { front: None, heap: BinaryHeap::with_capacity(cap), timers: TimerHeap::with_capacity(flows), next_seq: 0 }
+    /// An empty queue with room for `cap` packet events and `flows` timers, whose
+    /// flow and pipe indices are all below `indices`.
+    pub fn with_capacity(cap: usize, flows: usize, indices: usize) -> Self {
+        let layout = TagLayout::for_indices(indices);
+        EventQueue {
+            front: NO_KEY,
+            heap: BinaryHeap::with_capacity(cap),
+            timers: TimerHeap::with_capacity(flows, layout),
+            layout,
+            next_seq: 0,
+            seq_limit: layout.seq_limit(),
+        }
+    }
+
+    #[inline(always)]
+    fn take_seq(&mut self) -> u64 {
+        if self.next_seq == self.seq_limit {
+            self.renumber();
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        seq
     }
 
     /// Schedule `kind` at `time` (ns); for `Timer(f)` see [`EventQueue::push_timer`].
     #[inline(always)]
     pub fn push(&mut self, time: u64, kind: EvKind) {
-        if let EvKind::Timer(f) = kind {
-            self.push_timer(time, f);
-            return;
-        }
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        let ev = Event { time, seq, kind };
-        // Invariant: `front`, when set, is earlier than everything in `heap`.
-        // (`Event`'s order is reversed: earlier compares greater.)
-        match self.front {
-            Some(f) if ev > f => {
-                self.heap.push(f);
-                self.front = Some(ev);
+        let (k, i) = match kind {
+            EvKind::Timer(f) => {
+                self.push_timer(time, f);
+                return;
             }
-            Some(_) => self.heap.push(ev),
-            None => match self.heap.peek() {
-                Some(h) if *h > ev => self.heap.push(ev),
-                _ => self.front = Some(ev),
-            },
+            EvKind::AccessOut(i) => (K_ACCESS_OUT, i),
+            EvKind::LinkDone => (K_LINK_DONE, 0),
+            EvKind::RecvArrive(i) => (K_RECV_ARRIVE, i),
+            EvKind::AckArrive(i) => (K_ACK_ARRIVE, i),
+        };
+        let seq = self.take_seq();
+        self.insert(Key { time, tag: self.layout.pack(seq, k, i) });
+    }
+
+    /// Put a packet event in `front` or the heap.
+    #[inline(always)]
+    fn insert(&mut self, key: Key) {
+        // Invariant: `front`, when set, is earlier than everything in `heap`.
+        if self.front != NO_KEY {
+            if key < self.front {
+                self.heap.push(Earliest(std::mem::replace(&mut self.front, key)));
+            } else {
+                self.heap.push(Earliest(key));
+            }
+        } else {
+            match self.heap.peek() {
+                Some(h) if h.0 < key => self.heap.push(Earliest(key)),
+                _ => self.front = key,
+            }
         }
     }
 
@@ -106,43 +224,71 @@ impl EventQueue {
     /// `Timer(f)`, ordered by `time` and then by when it was set.
     #[inline]
     pub fn push_timer(&mut self, time: u64, f: u32) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.timers.set(time, seq, f);
+        let seq = self.take_seq();
+        self.timers.set(Key { time, tag: self.layout.pack(seq, K_TIMER, f) });
     }
 
     /// The flow of the earliest pending timer, if any: a hint for prefetching.
     #[inline]
     pub fn next_timer_flow(&self) -> Option<u32> {
-        self.timers.peek().map(|t| t.flow)
+        self.timers.peek().map(|t| self.layout.index(t.tag))
     }
 
     /// The earliest event, removed.
     #[inline]
     pub fn pop(&mut self) -> Option<Event> {
-        let main = match self.front {
-            Some(f) => Some(f),
-            None => self.heap.peek().copied(),
+        let timer = self.timers.peek().copied().unwrap_or(NO_KEY);
+        let key = if self.front != NO_KEY {
+            if timer < self.front {
+                self.timers.pop();
+                timer
+            } else {
+                std::mem::replace(&mut self.front, NO_KEY)
+            }
+        } else {
+            match self.heap.peek() {
+                Some(h) if h.0 < timer => self.heap.pop().expect("peeked").0,
+                _ if timer != NO_KEY => {
+                    self.timers.pop();
+                    timer
+                }
+                _ => return None,
+            }
         };
-        match (main, self.timers.peek()) {
-            (Some(a), Some(t)) if (t.time, t.seq) < (a.time, a.seq) => self.pop_timer(),
-            (Some(_), _) => match self.front.take() {
-                Some(f) => Some(f),
-                None => self.heap.pop(),
-            },
-            (None, _) => self.pop_timer(),
-        }
+        Some(self.layout.event(key))
     }
 
-    #[inline]
-    fn pop_timer(&mut self) -> Option<Event> {
-        self.timers.pop().map(|t| Event { time: t.time, seq: t.seq, kind: EvKind::Timer(t.flow) })
+    /// Give every pending entry a new sequence number, from 0, in `(time, seq)`
+    /// order: the order is unchanged and the counter can go on. Only a run of
+    /// about 2^(61 − index bits) events gets here (2^51 with 1,000 flows).
+    #[cold]
+    fn renumber(&mut self) {
+        let mut all: Vec<Key> = self.heap.drain().map(|e| e.0).collect();
+        if self.front != NO_KEY {
+            all.push(std::mem::replace(&mut self.front, NO_KEY));
+        }
+        while let Some(t) = self.timers.pop() {
+            all.push(t);
+        }
+        all.sort_unstable();
+        let l = self.layout;
+        for (seq, key) in all.iter_mut().enumerate() {
+            key.tag = l.pack(seq as u64, l.kind(key.tag), l.index(key.tag));
+        }
+        self.next_seq = all.len() as u64;
+        for key in all {
+            if l.kind(key.tag) == K_TIMER {
+                self.timers.set(key);
+            } else {
+                self.insert(key);
+            }
+        }
     }
 
     /// Events scheduled.
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.front.is_some() as usize + self.heap.len() + self.timers.len()
+        (self.front != NO_KEY) as usize + self.heap.len() + self.timers.len()
     }
 }
 
@@ -152,7 +298,7 @@ mod tests {
 
     #[test]
     fn pops_in_time_order() {
-        let mut q = EventQueue::with_capacity(4, 4);
+        let mut q = EventQueue::with_capacity(4, 4, 8);
         q.push(30, EvKind::LinkDone);
         q.push(10, EvKind::Timer(1));
         q.push(20, EvKind::Timer(2));
@@ -160,26 +306,25 @@ mod tests {
         assert_eq!(t, vec![10, 20, 30]);
     }
 
-    /// The reference model of the queue: every scheduled `(time, seq)`, where a
-    /// flow's new timer replaces its pending one.
+    /// The reference model of the queue: every scheduled `(time, seq, kind)`,
+    /// where a flow's new timer replaces its pending one.
     #[derive(Default)]
     struct Reference {
-        pending: Vec<(u64, u64, Option<u32>)>,
+        pending: Vec<(u64, u64, EvKind)>,
         seq: u64,
     }
 
     impl Reference {
-        fn push(&mut self, t: u64, timer_of: Option<u32>) {
-            if let Some(f) = timer_of {
-                self.pending.retain(|e| e.2 != Some(f));
+        fn push(&mut self, t: u64, kind: EvKind) {
+            if let EvKind::Timer(_) = kind {
+                self.pending.retain(|e| e.2 != kind);
             }
-            self.pending.push((t, self.seq, timer_of));
+            self.pending.push((t, self.seq, kind));
             self.seq += 1;
         }
-        fn pop(&mut self) -> Option<(u64, u64)> {
+        fn pop(&mut self) -> Option<(u64, u64, EvKind)> {
             let i = (0..self.pending.len()).min_by_key(|&i| (self.pending[i].0, self.pending[i].1))?;
-            let (t, s, _) = self.pending.swap_remove(i);
-            Some((t, s))
+            Some(self.pending.swap_remove(i))
         }
     }
 
@@ -192,17 +337,28 @@ mod tests {
 
     impl Checked {
         fn new() -> Self {
-            Checked { q: EventQueue::with_capacity(4, 4), reference: Reference::default() }
+            Checked { q: EventQueue::with_capacity(4, 4, 1000), reference: Reference::default() }
+        }
+        /// A queue whose sequence numbers run out after `limit`, so it renumbers.
+        fn with_seq_limit(limit: u64) -> Self {
+            let mut c = Checked::new();
+            c.q.seq_limit = limit;
+            c
         }
         fn push(&mut self, t: u64, kind: EvKind) {
-            let timer_of = if let EvKind::Timer(f) = kind { Some(f) } else { None };
             self.q.push(t, kind);
-            self.reference.push(t, timer_of);
+            self.reference.push(t, kind);
         }
-        /// Pop from both and compare; the popped time, if any.
+        /// Pop from both and compare; the popped time, if any. After a renumbering
+        /// the queue's sequence numbers differ from the reference's, but never
+        /// what pops, in which order.
         fn pop(&mut self) -> Option<u64> {
             let e = self.q.pop();
-            assert_eq!(e.map(|e| (e.time, e.seq)), self.reference.pop());
+            let want = self.reference.pop();
+            assert_eq!(e.map(|e| (e.time, e.kind)), want.map(|w| (w.0, w.2)));
+            if self.q.seq_limit == self.q.layout.seq_limit() {
+                assert_eq!(e.map(|e| e.seq), want.map(|w| w.1));
+            }
             e.map(|e| e.time)
         }
     }
@@ -248,9 +404,42 @@ mod tests {
     }
 
     #[test]
+    fn renumbering_keeps_the_order() {
+        // Sequence numbers run out every 50 schedules: the queue renumbers its
+        // pending events (in order) many times, and must pop exactly as before.
+        let mut c = Checked::with_seq_limit(50);
+        let (mut x, mut now) = (42u64, 0u64);
+        for step in 0..20000u32 {
+            let r = lcg(&mut x);
+            for k in 0..(r >> 61) % 3 {
+                let t = now + ((r >> (8 * k + 8)) & 0x1f);
+                let i = ((r >> (8 * k + 20)) % 40) as u32;
+                c.push(t, [EvKind::Timer(i), EvKind::LinkDone, EvKind::AckArrive(i), EvKind::AccessOut(i)][(r >> 40) as usize % 4]);
+            }
+            if step % 3 != 0 {
+                now = c.pop().unwrap_or(now);
+            }
+        }
+        while c.pop().is_some() {}
+    }
+
+    #[test]
+    fn tags_round_trip() {
+        for n in [1usize, 2, 3, 1000, 1 << 21, u32::MAX as usize / 2] {
+            let l = TagLayout::for_indices(n);
+            let top = (n - 1) as u32;
+            let seq = l.seq_limit() - 1;
+            let tag = l.pack(seq, K_TIMER, top);
+            assert_eq!((l.seq(tag), l.kind(tag), l.index(tag)), (seq, K_TIMER, top), "n = {n}");
+            // The sequence number decides the order whatever the kind and index.
+            assert!(l.pack(5, K_ACCESS_OUT, top) < l.pack(6, K_ACCESS_OUT, 0));
+        }
+    }
+
+    #[test]
     fn same_time_events_pop_in_scheduling_order() {
         // STYLE.md §3: ties resolve by insertion sequence, never arbitrarily.
-        let mut q = EventQueue::with_capacity(8, 8);
+        let mut q = EventQueue::with_capacity(8, 8, 8);
         for f in 0..5 {
             q.push(7, EvKind::Timer(f));
         }

@@ -357,7 +357,8 @@ impl Sim {
         let (mut fwd_delays, mut rev_delays) = (Vec::new(), Vec::new());
         let mut acct = Vec::with_capacity(spec.flows.len());
         let mut in_queue = Vec::with_capacity(spec.flows.len());
-        let mut q = EventQueue::with_capacity(spec.flows.len() * 4 + 16, spec.flows.len());
+        // Flow and pipe indices are below the flow count (a pipe per distinct delay).
+        let mut q = EventQueue::with_capacity(spec.flows.len() * 4 + 16, spec.flows.len(), spec.flows.len());
         for (i, f) in spec.flows.iter().enumerate() {
             let mut rng = rng_stream(spec.seed, FLOW_STREAM_BASE + i as u64);
             let jitter = if spec.start_jitter_ns > 0 { rng.random_range(0..=spec.start_jitter_ns) } else { 0 };

@@ -9,7 +9,14 @@
 //! entries than flows, and nothing pops stale.
 //!
 //! Four children per node halve the depth of a binary heap; a node's children are
-//! 96 contiguous bytes, so a sift-down level reads about two cache lines.
+//! 64 contiguous bytes (16-byte entries), so a sift-down level reads one or two
+//! cache lines.
+//!
+//! An entry is the event queue's 16-byte [`Key`]: `(time, tag)`, the tag holding the
+//! sequence number above the flow index ([`TagLayout`]), so `(time, tag)` order is
+//! `(time, seq)` order.
+
+use crate::event::{Key, TagLayout};
 
 /// "Not in the heap" in `pos`.
 const ABSENT: u32 = u32::MAX;
@@ -17,42 +24,27 @@ const ABSENT: u32 = u32::MAX;
 /// Children per node.
 const ARITY: usize = 4;
 
-/// A pending timer: the flow wakes at `time`; `seq` orders equal times.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct TimerEntry {
-    pub time: u64,
-    pub seq: u64,
-    pub flow: u32,
-}
-
-impl TimerEntry {
-    #[inline(always)]
-    fn key(&self) -> (u64, u64) {
-        (self.time, self.seq)
-    }
-}
-
 /// At most one pending timer per flow, earliest first.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct TimerHeap {
-    heap: Vec<TimerEntry>,
+    heap: Vec<Key>,
     /// Per flow: its entry's index in `heap`, or `ABSENT`.
     pos: Vec<u32>,
+    layout: TagLayout,
 }
 
 impl TimerHeap {
-    /// An empty heap with room for `flows` flows.
-    pub fn with_capacity(flows: usize) -> Self {
-        TimerHeap { heap: Vec::with_capacity(flows), pos: Vec::with_capacity(flows) }
+    /// An empty heap with room for `flows` flows, whose keys' tags follow `layout`.
+    pub fn with_capacity(flows: usize, layout: TagLayout) -> Self {
+        TimerHeap { heap: Vec::with_capacity(flows), pos: Vec::with_capacity(flows), layout }
     }
 
-    /// Set `flow`'s timer to `(time, seq)`, replacing the one it had, if any.
-    pub fn set(&mut self, time: u64, seq: u64, flow: u32) {
-        let f = flow as usize;
+    /// Set the timer of the flow `e.tag` names to `e`, replacing the one it had, if any.
+    pub fn set(&mut self, e: Key) {
+        let f = self.layout.index(e.tag) as usize;
         if f >= self.pos.len() {
             self.pos.resize(f + 1, ABSENT);
         }
-        let e = TimerEntry { time, seq, flow };
         match self.pos[f] {
             ABSENT => {
                 self.heap.push(e);
@@ -60,7 +52,7 @@ impl TimerHeap {
             }
             at => {
                 let at = at as usize;
-                let earlier = e.key() < self.heap[at].key();
+                let earlier = e < self.heap[at];
                 self.heap[at] = e;
                 if earlier {
                     self.sift_up(at);
@@ -73,18 +65,18 @@ impl TimerHeap {
 
     /// The earliest timer.
     #[inline]
-    pub fn peek(&self) -> Option<&TimerEntry> {
+    pub fn peek(&self) -> Option<&Key> {
         self.heap.first()
     }
 
     /// The earliest timer, removed.
-    pub fn pop(&mut self) -> Option<TimerEntry> {
+    pub fn pop(&mut self) -> Option<Key> {
         let last = self.heap.pop()?;
         let top = match self.heap.first_mut() {
             Some(root) => std::mem::replace(root, last),
             None => last,
         };
-        self.pos[top.flow as usize] = ABSENT;
+        self.pos[self.layout.index(top.tag) as usize] = ABSENT;
         if !self.heap.is_empty() {
             self.sift_down(0);
         }
@@ -103,7 +95,7 @@ impl TimerHeap {
         while i > 0 {
             let parent = (i - 1) / ARITY;
             let p = self.heap[parent];
-            if p.key() <= e.key() {
+            if p <= e {
                 break;
             }
             self.place(i, p);
@@ -124,12 +116,12 @@ impl TimerHeap {
             let end = (first + ARITY).min(n);
             let mut best = first;
             for c in first + 1..end {
-                if self.heap[c].key() < self.heap[best].key() {
+                if self.heap[c] < self.heap[best] {
                     best = c;
                 }
             }
             let b = self.heap[best];
-            if e.key() <= b.key() {
+            if e <= b {
                 break;
             }
             self.place(i, b);
@@ -140,9 +132,9 @@ impl TimerHeap {
 
     /// Put `e` at index `i`, keeping `pos` in step.
     #[inline(always)]
-    fn place(&mut self, i: usize, e: TimerEntry) {
+    fn place(&mut self, i: usize, e: Key) {
         self.heap[i] = e;
-        self.pos[e.flow as usize] = i as u32;
+        self.pos[self.layout.index(e.tag) as usize] = i as u32;
     }
 }
 
@@ -153,7 +145,8 @@ mod tests {
     /// A reference model: a map flow → (time, seq), popped by scanning.
     #[test]
     fn matches_a_one_timer_per_flow_reference() {
-        let mut h = TimerHeap::with_capacity(4);
+        let l = TagLayout::for_indices(64);
+        let mut h = TimerHeap::with_capacity(4, l);
         let mut reference: Vec<Option<(u64, u64)>> = vec![None; 64];
         let mut x: u64 = 0x9e3779b97f4a7c15;
         let mut seq = 0u64;
@@ -163,7 +156,7 @@ mod tests {
             if (x >> 62) != 0 {
                 let f = ((x >> 20) % 64) as u32;
                 let t = now + ((x >> 30) & 0xff);
-                h.set(t, seq, f);
+                h.set(Key { time: t, tag: l.pack(seq, crate::event::K_TIMER, f) });
                 reference[f as usize] = Some((t, seq));
                 seq += 1;
             } else {
@@ -172,7 +165,8 @@ mod tests {
                 match want {
                     None => assert_eq!(got, None),
                     Some(((t, s), f)) => {
-                        assert_eq!(got, Some(TimerEntry { time: t, seq: s, flow: f as u32 }));
+                        let got = got.map(|k| (k.time, l.seq(k.tag), l.index(k.tag)));
+                        assert_eq!(got, Some((t, s, f as u32)));
                         reference[f] = None;
                         now = t;
                     }
@@ -184,12 +178,14 @@ mod tests {
 
     #[test]
     fn a_later_setting_replaces_an_earlier_one() {
-        let mut h = TimerHeap::with_capacity(2);
-        h.set(10, 0, 1);
-        h.set(20, 1, 2);
-        h.set(30, 2, 1);
-        assert_eq!(h.pop().map(|e| (e.time, e.flow)), Some((20, 2)));
-        assert_eq!(h.pop().map(|e| (e.time, e.flow)), Some((30, 1)));
+        let l = TagLayout::for_indices(3);
+        let mut h = TimerHeap::with_capacity(2, l);
+        let key = |time, seq, flow| Key { time, tag: l.pack(seq, crate::event::K_TIMER, flow) };
+        h.set(key(10, 0, 1));
+        h.set(key(20, 1, 2));
+        h.set(key(30, 2, 1));
+        assert_eq!(h.pop().map(|e| (e.time, l.index(e.tag))), Some((20, 2)));
+        assert_eq!(h.pop().map(|e| (e.time, l.index(e.tag))), Some((30, 1)));
         assert_eq!(h.pop(), None);
     }
 }

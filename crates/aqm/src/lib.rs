@@ -27,6 +27,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod any;
 mod blue;
 mod choke;
 mod codel;
@@ -39,6 +40,7 @@ mod prto;
 mod red;
 mod zrtt;
 
+pub use any::AnyQdisc;
 pub use blue::{Blue, BlueConfig};
 pub use choke::{Choke, ChokeConfig};
 pub use codel::{Codel, CodelConfig};
@@ -640,21 +642,27 @@ pub enum BuildError {
     Config(#[from] ConfigError),
 }
 
-/// Build the discipline `name` for packets of type `P`.
+/// Build the discipline `name` for packets of type `P`, boxed.
 pub fn build<P: Packet + 'static>(name: &str, params: &Params, ctx: &QdiscContext) -> Result<Box<dyn Qdisc<P>>, BuildError> {
+    Ok(Box::new(build_any::<P>(name, params, ctx)?))
+}
+
+/// Build the discipline `name` for packets of type `P`, as an [`AnyQdisc`] (no
+/// virtual call per packet).
+pub fn build_any<P: Packet>(name: &str, params: &Params, ctx: &QdiscContext) -> Result<AnyQdisc<P>, BuildError> {
     let mut r = ParamReader::new(static_name(name)?, params);
-    let q: Box<dyn Qdisc<P>> = match name {
-        "droptail" => Box::new(DropTail::new(DropTailConfig { limit: ctx.limit })?),
-        "red" => Box::new(Red::new(RedConfig::from_params(&mut r, ctx)?)?),
-        "choke" => Box::new(Choke::new(ChokeConfig::from_params(&mut r, ctx)?)?),
-        "blue" => Box::new(Blue::new(BlueConfig::from_params(&mut r, ctx)?)?),
-        "codel" => Box::new(Codel::new(CodelConfig::from_params(&mut r, ctx)?)?),
-        "fq_codel" => Box::new(FqCodel::new(FqCodelConfig::from_params(&mut r, ctx)?)?),
-        "pie" => Box::new(Pie::new(PieConfig::from_params(&mut r, ctx)?)?),
-        "zrtt" => Box::new(Zrtt::from_config(ZrttConfig::from_params(&mut r, ctx)?)?),
-        "mrtt" => Box::new(Mrtt::from_config(MrttConfig::from_params(&mut r, ctx)?)?),
-        "prto" => Box::new(Prto::from_config(PrtoConfig::from_params(&mut r, ctx)?)?),
-        "csfq" => Box::new(Csfq::new(CsfqConfig::from_params(&mut r, ctx)?)?),
+    let q = match name {
+        "droptail" => AnyQdisc::DropTail(DropTail::new(DropTailConfig { limit: ctx.limit })?),
+        "red" => AnyQdisc::Red(Red::new(RedConfig::from_params(&mut r, ctx)?)?),
+        "choke" => AnyQdisc::Choke(Choke::new(ChokeConfig::from_params(&mut r, ctx)?)?),
+        "blue" => AnyQdisc::Blue(Blue::new(BlueConfig::from_params(&mut r, ctx)?)?),
+        "codel" => AnyQdisc::Codel(Codel::new(CodelConfig::from_params(&mut r, ctx)?)?),
+        "fq_codel" => AnyQdisc::FqCodel(FqCodel::new(FqCodelConfig::from_params(&mut r, ctx)?)?),
+        "pie" => AnyQdisc::Pie(Pie::new(PieConfig::from_params(&mut r, ctx)?)?),
+        "zrtt" => AnyQdisc::Zrtt(Zrtt::from_config(ZrttConfig::from_params(&mut r, ctx)?)?),
+        "mrtt" => AnyQdisc::Mrtt(Mrtt::from_config(MrttConfig::from_params(&mut r, ctx)?)?),
+        "prto" => AnyQdisc::Prto(Prto::from_config(PrtoConfig::from_params(&mut r, ctx)?)?),
+        "csfq" => AnyQdisc::Csfq(Csfq::new(CsfqConfig::from_params(&mut r, ctx)?)?),
         // -- build arms --
         _ => unreachable!("static_name checked the name"),
     };

@@ -29,7 +29,7 @@
 
 use std::collections::VecDeque;
 
-use aqm::{Accounted, Limit, MarkReason, Qdisc, QdiscContext};
+use aqm::{Accounted, AnyQdisc, Limit, MarkReason, QdiscContext};
 use netunits::prefetch::prefetch;
 use netunits::{rng_stream, Bandwidth, SimDuration, SimRng, SimTime};
 use rand::Rng;
@@ -282,7 +282,8 @@ struct Sim {
     prefetch: bool,
     fwd: Vec<FwdPipe>,
     rev: Vec<RevPipe>,
-    qdisc: Accounted<Box<dyn Qdisc<Pkt>>>,
+    /// An enum, not a boxed trait object: every packet goes through it twice.
+    qdisc: Accounted<AnyQdisc<Pkt>>,
     qrng: SimRng,
     loss_rng: SimRng,
     loss_p: f64,
@@ -342,7 +343,7 @@ impl Sim {
             mean_packet_bytes: (mean_mss + HEADER_BYTES as u64) as u32,
             reference_rtt: SimDuration::from_nanos(spec.reference_rtt_ns()),
         };
-        let qdisc = aqm::build::<Pkt>(&b.qdisc, &b.params, &ctx)?;
+        let qdisc = aqm::build_any::<Pkt>(&b.qdisc, &b.params, &ctx)?;
         let link_rate = Bandwidth::from_bps(b.rate_bps);
         let access_rate = Bandwidth::from_bps(spec.access_rate());
         let buffer_pkts = match limit {

@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 use aqm::PacketMeta;
 use netunits::{SimDuration, SimTime};
 
-use crate::packet::{Ack, Pkt, HEADER_BYTES, PF_CE};
+use crate::packet::{DccpAck as Ack, Pkt, HEADER_BYTES, PF_CE};
 use crate::rtt::RttEstimator;
 
 /// RFC 4341 §6.1 / Linux NUMDUPACK.
@@ -258,7 +258,7 @@ impl DccpSender {
         if hi >= self.base && hi < self.next_seq {
             let lo = self.base.max(hi.saturating_sub(VECTOR_BITS));
             for seq in lo..=hi {
-                let received = seq == hi || (ack.vector >> (hi - 1 - seq)) & 1 == 1;
+                let received = seq == hi || (ack.vector() >> (hi - 1 - seq)) & 1 == 1;
                 if !received {
                     continue;
                 }
@@ -465,7 +465,7 @@ impl DccpReceiver {
         self.delack_deadline = SimTime::MAX;
         let hi = self.hi.unwrap_or(0);
         self.last_acked_hi = hi;
-        let a = Ack { cum: hi, vector: self.vector, ce_count: self.ce_count, ack_seq: self.ack_seq, ..Ack::default() };
+        let a = Ack::new(hi, self.vector, self.ce_count, self.ack_seq);
         self.ack_seq += 1;
         a
     }

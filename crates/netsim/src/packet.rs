@@ -70,32 +70,88 @@ impl Packet for Pkt {
 /// (RFC 2018 §3: 40 option bytes − 12 for timestamps leave room for 3 blocks).
 pub(crate) const MAX_SACK_BLOCKS: usize = 3;
 
-/// An acknowledgement on the reverse path (TCP ACK or DCCP-Ack).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Ack {
-    /// TCP: cumulative ACK = next expected segment index. DCCP: greatest
-    /// sequence number received (RFC 4340 §5.3 Acknowledgement Number).
+/// "No D-SACK" in [`TcpAck::dsack`].
+pub(crate) const NO_DSACK: u64 = u64::MAX;
+
+/// A TCP acknowledgement: 72 bytes. The DCCP-only fields live in [`DccpAck`], so
+/// the ACK every TCP flow sends for every other segment carries none of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TcpAck {
+    /// Cumulative ACK = next expected segment index.
     pub cum: u64,
-    /// TCP SACK blocks `[start, end)` in segment indices, most recent first
+    /// SACK blocks `[start, end)` in segment indices, most recent first
     /// (RFC 2018 §4).
     pub blocks: [(u64, u64); MAX_SACK_BLOCKS],
+    /// D-SACK (RFC 2883 §4): segment that arrived more than once, or `NO_DSACK`
+    /// (the first SACK block of a real ACK; kept apart here). An `Option<u64>`
+    /// would take 16 bytes.
+    pub dsack: u64,
     /// Valid entries in `blocks`.
     pub nblocks: u8,
-    /// TCP ECE (RFC 3168 §6.1.3).
+    /// ECE (RFC 3168 §6.1.3).
     pub ece: bool,
-    /// TCP: this is the SYN-ACK answering the sender's SYN.
+    /// This is the SYN-ACK answering the sender's SYN.
     pub syn: bool,
-    /// TCP D-SACK (RFC 2883 §4): this ACK reports that segment `dsack` arrived
-    /// more than once (the first SACK block of a real ACK; kept apart here).
-    pub dsack: Option<u64>,
-    /// DCCP Ack Vector, compressed: bit k set ⇔ packet `cum - 1 - k` was received
+}
+
+impl Default for TcpAck {
+    fn default() -> Self {
+        TcpAck { cum: 0, blocks: [(0, 0); MAX_SACK_BLOCKS], dsack: NO_DSACK, nblocks: 0, ece: false, syn: false }
+    }
+}
+
+impl TcpAck {
+    /// The D-SACKed segment, if this ACK reports one.
+    #[inline]
+    pub fn dsack(&self) -> Option<u64> {
+        (self.dsack != NO_DSACK).then_some(self.dsack)
+    }
+    /// Report segment `s` as received twice.
+    #[inline]
+    pub fn set_dsack(&mut self, s: u64) {
+        debug_assert!(s != NO_DSACK);
+        self.dsack = s;
+    }
+}
+
+/// A DCCP-Ack (RFC 4340 §5.3, with the CCID2 feedback of RFC 4341 §5).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct DccpAck {
+    /// Greatest sequence number received (RFC 4340 §5.3 Acknowledgement Number).
+    pub cum: u64,
+    /// Ack Vector, compressed: bit k set ⇔ packet `cum - 1 - k` was received
     /// (RFC 4340 §11.4; the receiver forces an Ack before a packet would fall out
-    /// of this 128-packet window unreported).
-    pub vector: u128,
-    /// DCCP: cumulative count of CE-marked packets received (the "ECN marked"
-    /// state of the Ack Vector, RFC 4340 §11.4, summarised).
+    /// of this 128-packet window unreported). Two words, low first: a `u128` field
+    /// would align the whole [`Ack`] to 16 bytes.
+    vector: [u64; 2],
+    /// Cumulative count of CE-marked packets received (the "ECN marked" state of
+    /// the Ack Vector, RFC 4340 §11.4, summarised).
     pub ce_count: u64,
-    /// DCCP: this Ack's own sequence number (Acks are sequenced in DCCP, RFC 4340
-    /// §7.1; the sender detects lost Acks from gaps, RFC 4341 §6.1.2).
+    /// This Ack's own sequence number (Acks are sequenced in DCCP, RFC 4340 §7.1;
+    /// the sender detects lost Acks from gaps, RFC 4341 §6.1.2).
     pub ack_seq: u64,
 }
+
+impl DccpAck {
+    /// An Ack of `cum` with Ack Vector `vector`.
+    pub fn new(cum: u64, vector: u128, ce_count: u64, ack_seq: u64) -> Self {
+        DccpAck { cum, vector: [vector as u64, (vector >> 64) as u64], ce_count, ack_seq }
+    }
+    /// The Ack Vector (see the field).
+    #[inline]
+    pub fn vector(&self) -> u128 {
+        self.vector[0] as u128 | (self.vector[1] as u128) << 64
+    }
+}
+
+/// An acknowledgement on the reverse path: what the reverse pipes carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ack {
+    /// From a TCP receiver.
+    Tcp(TcpAck),
+    /// From a DCCP receiver.
+    Dccp(DccpAck),
+}
+
+// The point of the split: a reverse-pipe entry (time, flow, Ack) stays small.
+const _: () = assert!(std::mem::size_of::<Ack>() <= 80);

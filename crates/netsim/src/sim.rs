@@ -68,23 +68,24 @@ enum Endpoint {
 impl Endpoint {
     #[inline]
     fn on_ack(&mut self, now: SimTime, ack: &Ack, out: &mut Vec<Pkt>) {
-        match self {
-            Endpoint::Tcp(t) => t.on_ack(now, ack, out),
-            Endpoint::Dccp(d) => d.on_ack(now, ack, out),
+        match (self, ack) {
+            (Endpoint::Tcp(t), Ack::Tcp(a)) => t.on_ack(now, a, out),
+            (Endpoint::Dccp(d), Ack::Dccp(a)) => d.on_ack(now, a, out),
+            _ => unreachable!("a flow's ACKs come from its own kind of receiver"),
         }
     }
     #[inline]
     fn on_data(&mut self, now: SimTime, p: &Pkt) -> Option<Ack> {
         match self {
-            Endpoint::Tcp(t) => t.on_data(now, p),
-            Endpoint::Dccp(d) => d.on_data(now, p),
+            Endpoint::Tcp(t) => t.on_data(now, p).map(Ack::Tcp),
+            Endpoint::Dccp(d) => d.on_data(now, p).map(Ack::Dccp),
         }
     }
     #[inline]
     fn on_timer(&mut self, now: SimTime, out: &mut Vec<Pkt>) -> Option<Ack> {
         match self {
-            Endpoint::Tcp(t) => t.on_timer(now, out),
-            Endpoint::Dccp(d) => d.on_timer(now, out),
+            Endpoint::Tcp(t) => t.on_timer(now, out).map(Ack::Tcp),
+            Endpoint::Dccp(d) => d.on_timer(now, out).map(Ack::Dccp),
         }
     }
     #[inline]

@@ -9,7 +9,7 @@ pub use sender::CaState;
 use netunits::{SimDuration, SimTime};
 
 use crate::cc::CongestionControl;
-use crate::packet::{Ack, Pkt, PF_SYN};
+use crate::packet::{Pkt, TcpAck as Ack, PF_SYN};
 
 /// One TCP flow: both ends. `repr(C)` with the receiver first: the simulator
 /// keeps each flow on its own cache lines, and this way the receiver's hot fields

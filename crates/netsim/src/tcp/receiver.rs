@@ -25,7 +25,7 @@ use std::collections::VecDeque;
 
 use netunits::{SimDuration, SimTime};
 
-use crate::packet::{Ack, Pkt, MAX_SACK_BLOCKS, PF_CE, PF_CWR};
+use crate::packet::{Pkt, TcpAck as Ack, MAX_SACK_BLOCKS, PF_CE, PF_CWR};
 
 /// Linux `TCP_MAX_QUICKACKS`.
 const MAX_QUICKACKS: u8 = 16;
@@ -266,7 +266,7 @@ impl TcpReceiver {
             let mut ack = self.make_ack(Some(s));
             if dup && self.sack {
                 // RFC 2883 §4 (2): a duplicate above the cumulative point is D-SACKed too.
-                ack.dsack = Some(s);
+                ack.set_dsack(s);
             }
             Some(ack)
         } else {
@@ -276,7 +276,7 @@ impl TcpReceiver {
             self.enter_quickack(MAX_QUICKACKS);
             let mut ack = self.make_ack(None);
             if self.sack {
-                ack.dsack = Some(s);
+                ack.set_dsack(s);
             }
             Some(ack)
         }
@@ -457,7 +457,7 @@ mod tests {
         // A duplicate (a spurious retransmission) is D-SACKed and gives 16
         // (one spent on the duplicate's own ACK).
         let a = r.on_data(t, &ect(3)).unwrap();
-        assert_eq!((a.cum, a.dsack), (26, Some(3)));
+        assert_eq!((a.cum, a.dsack()), (26, Some(3)));
         assert_eq!(feed_ect(&mut r, 26, 41), 15);
         assert_eq!(feed_ect(&mut r, 41, 43), 1);
     }

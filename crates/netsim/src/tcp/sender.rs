@@ -32,7 +32,7 @@ use netunits::prefetch::prefetch;
 use netunits::{Bandwidth, SimDuration, SimTime};
 
 use crate::cc::{AckSample, CongestionControl, CongestionEvent, CongestionSignal, RateSample};
-use crate::packet::{Ack, Pkt, HEADER_BYTES, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES};
+use crate::packet::{Pkt, TcpAck as Ack, HEADER_BYTES, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES};
 use crate::rtt::RttEstimator;
 
 /// RFC 6675 §2 / RFC 5681 §3.2: DupThresh (Linux `tcp_reordering`, 3).
@@ -842,7 +842,7 @@ impl TcpSender {
         let prior_marked_lost = self.marked_lost;
         let prior_fack = self.sack_ranges.back().map_or(0, |r| r.1);
         let mut rs = RateAcc { prior_time_now: now, prior_fack, ..RateAcc::default() };
-        if ack.dsack.is_some() {
+        if ack.dsack().is_some() {
             self.rack.dsack_seen = true;
         }
         let mut sack_rtt: Option<SimTime> = None;
@@ -1081,7 +1081,7 @@ impl TcpSender {
     /// `tcp_process_loss`): D-SACKs for every retransmission of the episode
     /// (RFC 3708 §3), or F-RTO after a timeout (RFC 5682 §3.1).
     fn check_spurious(&mut self, now: SimTime, ack: &Ack, rs: &RateAcc, acked_segs: u64, prior_sacked: u64) {
-        if let (Some(d), Some(m)) = (ack.dsack, self.undo_marker) {
+        if let (Some(d), Some(m)) = (ack.dsack(), self.undo_marker) {
             if d >= m && self.undo_retrans > 0 {
                 self.undo_retrans -= 1;
                 if self.undo_retrans == 0 && self.state != CaState::Cwr {
@@ -1359,7 +1359,7 @@ impl TcpSender {
         if !self.rack.tlp_retrans {
             // A probe of new data: nothing to infer.
             self.rack.tlp_high_seq = None;
-        } else if ack.dsack == Some(high - 1) {
+        } else if ack.dsack() == Some(high - 1) {
             // The original and the probe both arrived: no loss (§7.4.1).
             self.rack.tlp_high_seq = None;
         } else if ack.cum > high {
@@ -1370,7 +1370,7 @@ impl TcpSender {
             if self.state == CaState::Open {
                 self.congestion_event(now, CongestionSignal::Loss);
             }
-        } else if acked_segs == 0 && newly_bytes == 0 && ack.dsack.is_none() {
+        } else if acked_segs == 0 && newly_bytes == 0 && ack.dsack().is_none() {
             // A pure duplicate ACK: the episode ends without inference.
             self.rack.tlp_high_seq = None;
         }
@@ -1750,7 +1750,7 @@ mod tests {
         s.on_ack(SimTime::from_millis(104), &ack(20, &[]), &mut out);
         assert_eq!(s.cc.cwnd(), 10 * MSS as u64, "reduced");
         let mut dup = ack(20, &[]);
-        dup.dsack = Some(0);
+        dup.set_dsack(0);
         s.on_ack(SimTime::from_millis(203), &dup, &mut out);
         assert_eq!((s.state, s.cwnd(), s.spurious_undos), (CaState::Open, 20 * MSS as u64, 1));
     }

@@ -672,6 +672,13 @@ impl Sim {
             }
             if let Some((_, g)) = next {
                 self.eps[g].prefetch_sender_heap();
+                // Where this ACK's packets will go: the tail of the flow's access
+                // ring (its `AccessLink` was hinted two ACKs ago).
+                let ring = &self.links[g].q;
+                match ring.back() {
+                    Some(last) => prefetch(last),
+                    None => prefetch(ring.as_slices().0),
+                }
             }
         }
         let f = f as usize;
@@ -730,7 +737,9 @@ impl Sim {
         let now = self.now;
         let link = &mut self.links[f];
         let acct = &mut self.acct[f];
-        let was_empty = link.q.is_empty();
+        // The new head's departure, when the link was idle: remembered here rather
+        // than read back from the ring (a 1,000-flow run stalled on that load).
+        let mut new_head = if link.q.is_empty() { None } else { Some(u64::MAX) };
         for p in self.out.drain(..) {
             acct.bytes_sent += p.len as u64;
             acct.packets_sent += 1;
@@ -749,11 +758,10 @@ impl Sim {
             let depart = ready.max(link.free) + tx;
             link.free = depart;
             link.q.push_back((depart, p));
+            new_head.get_or_insert(depart);
         }
-        if was_empty {
-            if let Some(&(t, _)) = link.q.front() {
-                self.q.push(t, EvKind::AccessOut(f as u32));
-            }
+        if let Some(t) = new_head.filter(|&t| t != u64::MAX) {
+            self.q.push(t, EvKind::AccessOut(f as u32));
         }
     }
 

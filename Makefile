@@ -107,8 +107,11 @@ demo: system-deps install ## Build, then reproduce seed 001 (CCID2 vs NewReno/BI
 	@echo "open $(OUT)/bhatti2008-dccp-quick/report.html (or report.md) to see the tables and figures"
 
 .PHONY: bench
-bench: install ## Benchmarks (simulator S1-S4, metrics, analysis/plan/start-up at scale, linkem, campaign); record figures in bench/RESULTS.md
-	$(CARGO) run --profile profiling -p netsim --example bench
+bench: install ## Benchmarks (simulator S1-S4 and 64 flows vs the previous build, metrics, analysis/plan/start-up at scale, linkem, campaign); record figures in bench/RESULTS.md
+	@# The engine with the defaults users run (host jitter on), side by side with the
+	@# build before issue 15 (BENCH_BASE=<git ref> to choose another; HTSIM=<binary>
+	@# adds csg-htsim, see bench/htsim_dumbbell.cpp).
+	$(PY) bench/bench_engine.py $(if $(BENCH_BASE),--base $(BENCH_BASE)) $(if $(HTSIM),--htsim $(HTSIM))
 	$(PY) bench/bench_metrics.py
 	$(PY) bench/bench_analysis.py
 	@if [ -f bench/bench_s4.py ]; then $(PY) bench/bench_s4.py; fi

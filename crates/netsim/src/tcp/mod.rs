@@ -1,6 +1,7 @@
 //! The TCP endpoint: a [`sender::TcpSender`] and a [`receiver::TcpReceiver`] joined
 //! into one flow.
 
+mod pending;
 pub(crate) mod receiver;
 pub(crate) mod sender;
 

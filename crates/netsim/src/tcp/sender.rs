@@ -32,6 +32,7 @@ use netunits::prefetch::prefetch;
 use netunits::{Bandwidth, SimDuration, SimTime};
 
 use crate::cc::{AckSample, CongestionControl, CongestionEvent, CongestionSignal, RateSample};
+use super::pending::PendingBits;
 use crate::packet::{Pkt, TcpAck as Ack, HEADER_BYTES, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES};
 use crate::rtt::RttEstimator;
 
@@ -241,6 +242,13 @@ pub(crate) struct TcpSender {
     snd_una: u64,
     snd_nxt: u64,
     segs: VecDeque<Seg>,
+    /// Per segment: lost and waiting for its retransmission (`pending.rs`),
+    /// kept in step with `segs`' flags; `lost_pending` counts the set bits.
+    pending: PendingBits,
+    /// RACK's candidates in transmission order (Linux `tsorted_sent_queue`):
+    /// `(sent, index)` per transmission, with stale entries (retransmitted again,
+    /// ACKed, SACKed, lost and waiting) dropped lazily. Kept only with RACK on.
+    tsorted: VecDeque<(SimTime, u64)>,
     sacked_out: u64,
     lost_out: u64,
     retrans_out: u64,
@@ -306,6 +314,8 @@ impl TcpSender {
             snd_una: 0,
             snd_nxt: 0,
             segs: VecDeque::with_capacity(ring_hint),
+            pending: PendingBits::default(),
+            tsorted: VecDeque::new(),
             sacked_out: 0,
             lost_out: 0,
             retrans_out: 0,
@@ -593,14 +603,12 @@ impl TcpSender {
         if self.lost_pending == 0 {
             return None;
         }
-        let mut i = self.rxt_scan.max(self.snd_una);
-        while i < self.snd_nxt {
+        let i = self.pending.next(self.rxt_scan.max(self.snd_una), self.snd_nxt, true);
+        if i < self.snd_nxt {
             let f = self.segs[(i - self.snd_una) as usize].flags;
-            if f & LOST != 0 && f & (RETRANS | SACKED) == 0 {
-                self.rxt_scan = i;
-                return Some(i);
-            }
-            i += 1;
+            debug_assert!(f & LOST != 0 && f & (RETRANS | SACKED) == 0);
+            self.rxt_scan = i;
+            return Some(i);
         }
         self.rxt_scan = i;
         debug_assert!(false, "lost_pending = {} but no lost segment found", self.lost_pending);
@@ -630,6 +638,7 @@ impl TcpSender {
             *s = Seg { flags: f, ..snap };
             self.retrans_out += 1;
             self.lost_pending -= 1;
+            self.pending.set(idx, false);
             self.retrans_segs += 1;
             self.high_rxt = self.high_rxt.max(idx + 1);
             if self.undo_marker.is_some() {
@@ -639,6 +648,11 @@ impl TcpSender {
         } else {
             debug_assert_eq!(idx, self.snd_nxt);
             self.segs.push_back(snap);
+        }
+        if self.cfg.rack && self.cfg.sack {
+            self.tsorted.push_back((now, idx));
+        }
+        if !retrans {
             self.snd_nxt += 1;
             if self.cwr_pending {
                 // RFC 3168 §6.1.2: CWR on the first new data packet after the reduction.
@@ -682,6 +696,7 @@ impl TcpSender {
             self.lost_out -= 1;
             if f & RETRANS == 0 {
                 self.lost_pending -= 1;
+                self.pending.set(idx, false);
             }
         }
         if f & RETRANS != 0 {
@@ -804,6 +819,7 @@ impl TcpSender {
             self.marked_lost += 1;
             if s.flags & RETRANS == 0 {
                 self.lost_pending += 1;
+                self.pending.set(idx, true);
             }
         }
     }
@@ -887,6 +903,7 @@ impl TcpSender {
             }
             acked_segs = cum - self.snd_una;
             self.snd_una = cum;
+            self.pending.forget_below(cum);
             self.rxt_scan = self.rxt_scan.max(cum);
             self.lost_mark = self.lost_mark.max(cum);
             let k = self.sack_ranges.partition_point(|r| r.1 <= cum);
@@ -1124,7 +1141,10 @@ impl TcpSender {
             }
             self.lost_out = 0;
             self.lost_pending = 0;
+            self.pending.clear();
             self.lost_mark = self.snd_una;
+            // Segments that waited for retransmission are RACK candidates again.
+            self.rebuild_tsorted();
         }
         self.prr = None;
         self.undo_marker = None;
@@ -1219,48 +1239,116 @@ impl TcpSender {
     /// lost, retransmissions included; the others arm the reordering timer for
     /// when they would be. Returns the number newly marked.
     fn rack_detect_loss(&mut self, now: SimTime) -> u64 {
+        #[cfg(test)]
+        self.check_pending();
+        #[cfg(test)]
+        let expect = self.rack_lost_by_sequence(now);
         let reo_wnd = self.rack_reo_wnd();
         let budget = self.rack.rtt + reo_wnd;
         let mut wait = SimDuration::ZERO;
         let mut marked = 0;
+        #[cfg(test)]
+        let mut got = Vec::new();
+        // Only segments below `end` are candidates (RFC 8985 §6.2 scans the
+        // outstanding data up to the newest delivered segment or retransmission).
         let end = self.rack.end.max(self.high_rxt).min(self.snd_nxt);
-        let mut idx = self.snd_una;
-        let mut k = 0; // next SACKed range at or above idx
-        while idx < end {
-            // Jump over SACKed ranges: only holes can be lost.
-            while k < self.sack_ranges.len() && self.sack_ranges[k].1 <= idx {
-                k += 1;
+        // Walk the transmissions in time order and stop at the first one sent after
+        // RACK.xmit_ts: all later ones were sent later still (Linux does the same
+        // on its time-sorted list). Entries that can never be candidates again are
+        // dropped; the kept ones are compacted to the front.
+        let mut i = 0;
+        let mut kept = 0;
+        while i < self.tsorted.len() {
+            let (sent, idx) = self.tsorted[i];
+            if sent > self.rack.xmit {
+                break;
             }
-            if k < self.sack_ranges.len() && self.sack_ranges[k].0 <= idx {
-                idx = self.sack_ranges[k].1;
-                continue;
+            i += 1;
+            if idx < self.snd_una {
+                continue; // ACKed
             }
             let seg = self.segs[(idx - self.snd_una) as usize];
             let f = seg.flags;
-            if f & LOST != 0 && f & RETRANS == 0 {
-                idx += 1;
-                continue; // lost, waiting for its retransmission
+            if seg.sent != sent || f & SACKED != 0 || (f & LOST != 0 && f & RETRANS == 0) {
+                // Sent again since (a later entry), SACKed, or lost and waiting for
+                // its retransmission (which adds a new entry).
+                continue;
+            }
+            if idx < end && Rack::sent_after(self.rack.xmit, self.rack.end, sent, idx + 1) {
+                let elapsed = now.saturating_since(sent);
+                if elapsed >= budget {
+                    self.rack_mark_lost(idx);
+                    marked += 1;
+                    #[cfg(test)]
+                    got.push(idx);
+                    continue; // now lost and waiting
+                }
+                wait = wait.max(SimDuration::from_nanos(budget.as_nanos() - elapsed.as_nanos()));
+            }
+            self.tsorted[kept] = (sent, idx);
+            kept += 1;
+        }
+        self.tsorted.drain(kept..i);
+        self.rack.reo_deadline = if wait > SimDuration::ZERO { now + wait } else { SimTime::MAX };
+        #[cfg(test)]
+        {
+            got.sort_unstable();
+            assert_eq!((got, self.rack.reo_deadline), expect, "RACK by time order vs by sequence");
+        }
+        marked
+    }
+
+    /// Rebuild RACK's time-ordered candidates from the scoreboard (after an undo
+    /// made waiting segments outstanding again): rare, so a sort is fine.
+    fn rebuild_tsorted(&mut self) {
+        if !(self.cfg.rack && self.cfg.sack) {
+            return;
+        }
+        self.tsorted.clear();
+        for (i, seg) in self.segs.iter().enumerate() {
+            if seg.flags & SACKED == 0 {
+                self.tsorted.push_back((seg.sent, self.snd_una + i as u64));
+            }
+        }
+        self.tsorted.make_contiguous().sort_unstable();
+    }
+
+    /// RFC 8985 §6.2 step 5 by a scan in sequence order, without side effects:
+    /// the segments it would mark lost and the reordering deadline. The reference
+    /// the time-ordered walk is checked against in unit tests.
+    #[cfg(test)]
+    fn rack_lost_by_sequence(&self, now: SimTime) -> (Vec<u64>, SimTime) {
+        let budget = self.rack.rtt + self.rack_reo_wnd();
+        let mut wait = SimDuration::ZERO;
+        let mut lost = Vec::new();
+        let end = self.rack.end.max(self.high_rxt).min(self.snd_nxt);
+        for idx in self.snd_una..end {
+            let seg = self.segs[(idx - self.snd_una) as usize];
+            let f = seg.flags;
+            if f & SACKED != 0 || (f & LOST != 0 && f & RETRANS == 0) {
+                continue;
             }
             if !Rack::sent_after(self.rack.xmit, self.rack.end, seg.sent, idx + 1) {
-                // Sent after the newest delivered segment: not (yet) lost. Among
-                // original transmissions, all later ones are later still.
-                if f & EVER_RETRANS == 0 && idx >= self.high_rxt {
-                    break;
-                }
-                idx += 1;
                 continue;
             }
             let elapsed = now.saturating_since(seg.sent);
             if elapsed >= budget {
-                self.rack_mark_lost(idx);
-                marked += 1;
+                lost.push(idx);
             } else {
                 wait = wait.max(SimDuration::from_nanos(budget.as_nanos() - elapsed.as_nanos()));
             }
-            idx += 1;
         }
-        self.rack.reo_deadline = if wait > SimDuration::ZERO { now + wait } else { SimTime::MAX };
-        marked
+        (lost, if wait > SimDuration::ZERO { now + wait } else { SimTime::MAX })
+    }
+
+    /// Unit tests: `pending` holds exactly the segments lost and waiting.
+    #[cfg(test)]
+    fn check_pending(&self) {
+        for (i, seg) in self.segs.iter().enumerate() {
+            let waiting = seg.flags & LOST != 0 && seg.flags & RETRANS == 0;
+            assert_eq!(self.pending.get(self.snd_una + i as u64), waiting, "segment {}", self.snd_una + i as u64);
+        }
+        assert_eq!(self.pending.count(self.snd_una, self.snd_nxt), self.lost_pending);
     }
 
     /// Mark one segment lost for RACK; a lost retransmission goes back to
@@ -1272,6 +1360,7 @@ impl TcpSender {
             self.retrans_out -= 1;
             if s.flags & LOST != 0 {
                 self.lost_pending += 1;
+                self.pending.set(idx, true);
             }
         }
         self.mark_lost(idx);
@@ -1339,6 +1428,9 @@ impl TcpSender {
             let s = &mut self.segs[pos];
             s.flags |= EVER_RETRANS;
             s.sent = now;
+            if self.cfg.rack && self.cfg.sack {
+                self.tsorted.push_back((now, idx));
+            }
             self.retrans_segs += 1;
             self.segs_sent += 1;
             self.high_rxt = self.high_rxt.max(idx + 1);
@@ -1398,12 +1490,15 @@ impl TcpSender {
         self.retrans_out = 0;
         self.lost_out = 0;
         self.lost_pending = 0;
-        for s in self.segs.iter_mut() {
+        self.pending.clear();
+        self.tsorted.clear(); // every segment is now SACKed or lost and waiting
+        for (i, s) in self.segs.iter_mut().enumerate() {
             s.flags &= !RETRANS;
             if s.flags & SACKED == 0 {
                 s.flags |= LOST;
                 self.lost_out += 1;
                 self.lost_pending += 1;
+                self.pending.set(self.snd_una + i as u64, true);
             }
         }
         self.reno_dupacks = 0;

@@ -12,7 +12,7 @@ at 10x) on S1 (2 flows, 100 Mbit/s), S64 (64 flows, 100 Mbit/s), S3 (1,000 flows
   has a PMU, else valgrind's instruction count (cachegrind without cache simulation),
   else skipped with the reason printed. Measured as the difference between two
   durations of the same scenario, so set-up and slow start cancel out;
-- peak RSS (the child's ru_maxrss).
+- peak RSS (VmHWM, as the benchmark process reports it).
 
 The previous build is `--base REF` (default: the engine before issue 15's changes),
 exported with `git archive` into the target directory and built there with the
@@ -31,6 +31,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -59,7 +60,7 @@ SCENARIOS = [
     Scenario("s1", "S1: 2 flows, 100 Mbit/s, 100 ms, 1 BDP", 300, (20, 40), (2, 100, 100, 1.0)),
     Scenario("s64", "S64: 64 flows, 100 Mbit/s, 100 ms, 1 BDP", 120, (20, 40), (64, 100, 100, 1.0)),
     Scenario("s3", "S3: 1,000 flows, 1 Gbit/s, 100 ms, 1 BDP", 60, (3, 6), (1000, 1000, 100, 1.0)),
-    Scenario("s2", "S2: 3 flows, 10 Gbit/s, 120 ms, 0.2 BDP", 30, (1, 2), (3, 10000, 120, 0.2)),
+    Scenario("s2", "S2: 3 flows, 10 Gbit/s, 120 ms, 0.2 BDP", 30, (2, 4), (3, 10000, 120, 0.2)),
 ]
 
 
@@ -110,22 +111,24 @@ def build_base(ref: str) -> Path | None:
     return cargo_build(src, root / "target")
 
 
-def run_child(argv: list[str]) -> tuple[dict, float, float]:
-    """Run one benchmark process: its last JSON line, its CPU seconds, its peak RSS in MiB."""
+def run_child(argv: list[str]) -> tuple[dict, float]:
+    """Run one benchmark process: its last JSON line (which reports the process's
+    own peak RSS, VmHWM: a child's ru_maxrss would include this Python process's
+    pages, which exec inherits into the count) and its CPU seconds (wait4)."""
     with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(argv, stdout=out)
+        pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, out.fileno(), 1)])
         try:
-            _, status, ru = os.wait4(proc.pid, 0)
+            _, status, ru = os.wait4(pid, 0)
         except BaseException:
-            proc.kill()
-            proc.wait()
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
             raise
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != 0:
-            raise SystemExit(f"benchmark run failed (exit {proc.returncode}): {' '.join(argv)}")
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            raise SystemExit(f"benchmark run failed (exit {code}): {' '.join(argv)}")
         out.seek(0)
         lines = [ln for ln in out.read().decode().splitlines() if ln.startswith("{")]
-    return json.loads(lines[-1]), ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+    return json.loads(lines[-1]), ru.ru_utime + ru.ru_stime
 
 
 def instruction_counter() -> tuple[str | None, str]:
@@ -195,14 +198,14 @@ def main() -> None:
                 runs = results.setdefault((sc.key, name), Runs())
                 if name == "htsim":
                     flows, mbps, rtt, buf = sc.htsim
-                    doc, cpu, rss = run_child([str(args.htsim), str(flows), str(mbps), str(rtt), str(buf), str(sc.secs)])
+                    doc, cpu = run_child([str(args.htsim), str(flows), str(mbps), str(rtt), str(buf), str(sc.secs)])
                 else:
-                    doc, cpu, rss = run_child([str(builds[name]), sc.key, "--repeat", "1", "--json", "--secs", str(sc.secs)])
+                    doc, cpu = run_child([str(builds[name]), sc.key, "--repeat", "1", "--json", "--secs", str(sc.secs)])
                 pk = doc["bottleneck_packets"]
                 runs.wall_pps.append(pk / doc["wall_s"])
                 runs.cpu_pps.append(pk / cpu)
                 runs.events_per_pkt = doc["events"] / pk
-                runs.rss_mib = rss
+                runs.rss_mib = doc.get("peak_rss_kib", 0) / 1024
         if tool:
             for name, binary in builds.items():
                 a, b = sc.ir_secs

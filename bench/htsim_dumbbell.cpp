@@ -9,7 +9,7 @@
 //   make -j2 libhtsim.a          # the project's own flags: -O3
 //   g++ -O3 -std=c++11 -I. -o /tmp/htsim_dumbbell /path/to/fairlab/bench/htsim_dumbbell.cpp libhtsim.a
 // Usage: htsim_dumbbell FLOWS MBITPS RTT_MS BUFFER_BDPS SECONDS [ACCESS]
-// Prints one JSON line: flows, wall_s, events, bottleneck_packets.
+// Prints one JSON line: flows, wall_s, events, bottleneck_packets, peak_rss_kib.
 #include "config.h"
 #include <chrono>
 #include <iostream>
@@ -52,5 +52,12 @@ int main(int argc, char **argv) {
     uint64_t sent = 0;
     for (auto s : srcs) sent += s->_packets_sent / s->_mss;  // counted in bytes
     uint64_t pkts = sent - bneck.num_drops();
-    printf("{\"flows\": %d, \"wall_s\": %.4f, \"events\": %lu, \"bottleneck_packets\": %lu}\n", n, wall, events, pkts);
+    // Peak RSS as the process itself sees it (VmHWM, KiB).
+    long hwm = 0;
+    if (FILE* f = fopen("/proc/self/status", "r")) {
+        char line[256];
+        while (fgets(line, sizeof line, f)) if (sscanf(line, "VmHWM: %ld", &hwm) == 1) break;
+        fclose(f);
+    }
+    printf("{\"flows\": %d, \"wall_s\": %.4f, \"events\": %lu, \"bottleneck_packets\": %lu, \"peak_rss_kib\": %ld}\n", n, wall, events, pkts, hwm);
 }

@@ -43,8 +43,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH_EXAMPLE = REPO / "crates" / "netsim" / "examples" / "bench.rs"
-# The engine as it was before issue 15 (the commit the engine work started from).
-DEFAULT_BASE = "1e36a3a"
+# The engine just before issue 15's engine changes (main when they were rebased onto it).
+DEFAULT_BASE = "3301f85"
 
 
 @dataclass(frozen=True)

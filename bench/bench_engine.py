@@ -168,6 +168,20 @@ def fmt(xs: list[float]) -> str:
     return f"{statistics.median(xs) / 1e6:.2f} ({min(xs) / 1e6:.2f}–{max(xs) / 1e6:.2f})"
 
 
+def print_rows(sc: Scenario, results: dict[tuple[str, str], Runs], names: list[str]) -> None:
+    for name in names:
+        r = results[(sc.key, name)]
+        ipp = f"{r.instr_per_pkt:.0f}" if r.instr_per_pkt is not None else "—"
+        print(f"| {sc.label} | {name} | {fmt(r.wall_pps)} | {fmt(r.cpu_pps)} | {r.events_per_pkt:.2f} | {ipp} | {r.rss_mib:.1f} |")
+    for other in ("previous", "htsim"):
+        if other in names:
+            ratio = statistics.median(results[(sc.key, "current")].cpu_pps) / statistics.median(results[(sc.key, other)].cpu_pps)
+            print(f"|  | current / {other} (CPU-s medians) | | {ratio:.2f}× | | | |")
+
+
+HEADER = "| scenario | build | pkts per wall-second | pkts per CPU-second | events/pkt | instructions/pkt | peak RSS MiB |\n|---|---|---|---|---|---|---|"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", default=DEFAULT_BASE, help=f"git ref of the previous build (default {DEFAULT_BASE}, the engine before issue 15)")
@@ -189,6 +203,7 @@ def main() -> None:
     print(f"instructions: {why}")
 
     results: dict[tuple[str, str], Runs] = {}
+    names = [*builds, *(["htsim"] if args.htsim else [])]
     for sc in chosen:
         order = list(builds)
         if args.htsim:
@@ -213,22 +228,14 @@ def main() -> None:
                 i2, p2 = count_instructions(tool, [str(binary), sc.key, "--repeat", "1", "--json", "--secs", str(b)])
                 results[(sc.key, name)].instr_per_pkt = (i2 - i1) / (p2 - p1)
         print(f"{sc.label}: measured")
+        print(HEADER)
+        print_rows(sc, results, names)
 
     print(f"\n{args.repeat} alternating runs per build; median (range) in M bottleneck packets per second; simulated seconds per run: "
           + ", ".join(f"{s.key.upper()} {s.secs}" for s in chosen))
-    print("| scenario | build | pkts per wall-second | pkts per CPU-second | events/pkt | instructions/pkt | peak RSS MiB |")
-    print("|---|---|---|---|---|---|---|")
+    print(HEADER)
     for sc in chosen:
-        for name in [*builds, *(["htsim"] if args.htsim else [])]:
-            r = results[(sc.key, name)]
-            ipp = f"{r.instr_per_pkt:.0f}" if r.instr_per_pkt is not None else "—"
-            print(f"| {sc.label} | {name} | {fmt(r.wall_pps)} | {fmt(r.cpu_pps)} | {r.events_per_pkt:.2f} | {ipp} | {r.rss_mib:.0f} |")
-        if "previous" in builds:
-            ratio = statistics.median(results[(sc.key, "current")].cpu_pps) / statistics.median(results[(sc.key, "previous")].cpu_pps)
-            print(f"|  | current / previous (CPU-s medians) | | {ratio:.2f}× | | | |")
-        if args.htsim:
-            ratio = statistics.median(results[(sc.key, "current")].cpu_pps) / statistics.median(results[(sc.key, "htsim")].cpu_pps)
-            print(f"|  | current / htsim (CPU-s medians) | | {ratio:.2f}× | | | |")
+        print_rows(sc, results, names)
     sys.stdout.flush()
 
 

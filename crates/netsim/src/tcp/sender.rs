@@ -247,8 +247,14 @@ pub(crate) struct TcpSender {
     pending: PendingBits,
     /// RACK's candidates in transmission order (Linux `tsorted_sent_queue`):
     /// `(sent, index)` per transmission, with stale entries (retransmitted again,
-    /// ACKed, SACKed, lost and waiting) dropped lazily. Kept only with RACK on.
+    /// ACKed, SACKed, lost and waiting) dropped lazily. Kept only while a loss or
+    /// a retransmission is outstanding (`tsorted_on`): otherwise every outstanding
+    /// segment is an original, sent in sequence order, and the scan in sequence
+    /// order stops at once, while a list would cost a push and a pop per packet
+    /// (and, with a thousand flows, cold cache lines).
     tsorted: VecDeque<(SimTime, u64)>,
+    /// `tsorted` is complete and maintained.
+    tsorted_on: bool,
     sacked_out: u64,
     lost_out: u64,
     retrans_out: u64,
@@ -316,6 +322,7 @@ impl TcpSender {
             segs: VecDeque::with_capacity(ring_hint),
             pending: PendingBits::default(),
             tsorted: VecDeque::new(),
+            tsorted_on: false,
             sacked_out: 0,
             lost_out: 0,
             retrans_out: 0,
@@ -649,7 +656,7 @@ impl TcpSender {
             debug_assert_eq!(idx, self.snd_nxt);
             self.segs.push_back(snap);
         }
-        if self.cfg.rack && self.cfg.sack {
+        if self.tsorted_on {
             self.tsorted.push_back((now, idx));
         }
         if !retrans {
@@ -1144,7 +1151,9 @@ impl TcpSender {
             self.pending.clear();
             self.lost_mark = self.snd_una;
             // Segments that waited for retransmission are RACK candidates again.
-            self.rebuild_tsorted();
+            if self.tsorted_on {
+                self.rebuild_tsorted();
+            }
         }
         self.prr = None;
         self.undo_marker = None;
@@ -1252,13 +1261,52 @@ impl TcpSender {
         // Only segments below `end` are candidates (RFC 8985 §6.2 scans the
         // outstanding data up to the newest delivered segment or retransmission).
         let end = self.rack.end.max(self.high_rxt).min(self.snd_nxt);
+        let needed = self.lost_out > 0 || self.high_rxt > self.snd_una;
+        if needed != self.tsorted_on {
+            if needed {
+                self.rebuild_tsorted();
+            } else {
+                self.tsorted = VecDeque::new();
+            }
+            self.tsorted_on = needed;
+        }
+        if !needed {
+            // Nothing lost or retransmitted is outstanding: originals only, in
+            // sequence and send order, so the scan stops at the first one sent
+            // after RACK.xmit_ts.
+            let mut idx = self.snd_una;
+            let mut k = 0; // next SACKed range at or above idx
+            while idx < end {
+                while k < self.sack_ranges.len() && self.sack_ranges[k].1 <= idx {
+                    k += 1;
+                }
+                if k < self.sack_ranges.len() && self.sack_ranges[k].0 <= idx {
+                    idx = self.sack_ranges[k].1;
+                    continue;
+                }
+                let sent = self.segs[(idx - self.snd_una) as usize].sent;
+                if !Rack::sent_after(self.rack.xmit, self.rack.end, sent, idx + 1) {
+                    break;
+                }
+                let elapsed = now.saturating_since(sent);
+                if elapsed >= budget {
+                    self.rack_mark_lost(idx);
+                    marked += 1;
+                    #[cfg(test)]
+                    got.push(idx);
+                } else {
+                    wait = wait.max(SimDuration::from_nanos(budget.as_nanos() - elapsed.as_nanos()));
+                }
+                idx += 1;
+            }
+        }
         // Walk the transmissions in time order and stop at the first one sent after
         // RACK.xmit_ts: all later ones were sent later still (Linux does the same
         // on its time-sorted list). Entries that can never be candidates again are
         // dropped; the kept ones are compacted to the front.
         let mut i = 0;
         let mut kept = 0;
-        while i < self.tsorted.len() {
+        while self.tsorted_on && i < self.tsorted.len() {
             let (sent, idx) = self.tsorted[i];
             if sent > self.rack.xmit {
                 break;
@@ -1298,12 +1346,10 @@ impl TcpSender {
         marked
     }
 
-    /// Rebuild RACK's time-ordered candidates from the scoreboard (after an undo
-    /// made waiting segments outstanding again): rare, so a sort is fine.
+    /// Rebuild RACK's time-ordered candidates from the scoreboard (when a loss
+    /// episode starts, or an undo made waiting segments outstanding again): once
+    /// per episode, so a sort is fine.
     fn rebuild_tsorted(&mut self) {
-        if !(self.cfg.rack && self.cfg.sack) {
-            return;
-        }
         self.tsorted.clear();
         for (i, seg) in self.segs.iter().enumerate() {
             if seg.flags & SACKED == 0 {
@@ -1428,7 +1474,7 @@ impl TcpSender {
             let s = &mut self.segs[pos];
             s.flags |= EVER_RETRANS;
             s.sent = now;
-            if self.cfg.rack && self.cfg.sack {
+            if self.tsorted_on {
                 self.tsorted.push_back((now, idx));
             }
             self.retrans_segs += 1;

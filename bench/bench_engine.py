@@ -188,6 +188,7 @@ def main() -> None:
     ap.add_argument("--no-base", action="store_true", help="benchmark the current build only")
     ap.add_argument("--repeat", type=int, default=5, help="timed runs per build and scenario (default 5)")
     ap.add_argument("--only", default="", help="comma-separated scenarios (s1,s64,s3,s2; default all)")
+    ap.add_argument("--skip-instructions", action="store_true", help="no instruction counts (valgrind takes minutes per build on S2)")
     ap.add_argument("--htsim", type=Path, help="a csg-htsim dumbbell binary (bench/htsim_dumbbell.cpp) to run alongside")
     args = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # progress shows when piped to a file
@@ -200,6 +201,8 @@ def main() -> None:
         if base is not None:
             builds = {"previous": base, **builds}
     tool, why = instruction_counter()
+    if args.skip_instructions:
+        tool, why = None, "skipped (--skip-instructions)"
     print(f"instructions: {why}")
 
     results: dict[tuple[str, str], Runs] = {}

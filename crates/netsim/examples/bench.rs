@@ -207,7 +207,7 @@ fn main() {
     // to a neighbour, and the best run is the machine's actual capability.
     let repeat: usize = args.iter().position(|a| a == "--repeat").and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(3).max(1);
     let mut s1_pps = None;
-    if which == "all" || which == "s1" {
+    if which == "all" || which == "s1" || which == "s3" {
         let s1 = spec("S1", 100_000_000, 100_000_000, 1.0, d(300), &[reno.clone(), cubic.clone()], jitter);
         let label = format!("S1 ({reno}+{cubic}, 100 Mb/s, 100 ms, 1 BDP, {} s, {jit})", d(300));
         s1_pps = (0..repeat).map(|_| bench(&label, &s1, json)).reduce(f64::max);

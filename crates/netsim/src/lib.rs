@@ -20,7 +20,6 @@ pub mod cc;
 mod dccp;
 mod error;
 mod event;
-mod jitter;
 pub mod output;
 pub mod packet;
 mod rtt;

@@ -25,8 +25,7 @@
 //!
 //! Random streams (STYLE.md §9): the queue discipline draws from
 //! `rng_stream(seed, 0)`, random loss from `rng_stream(seed, 1)`, and flow `i`'s
-//! start jitter from `rng_stream(seed, 2^32 + i)`, whose next 64 bits seed the
-//! flow's host-jitter generator (`jitter.rs`).
+//! start and host jitter from `rng_stream(seed, 2^32 + i)`.
 
 use std::collections::VecDeque;
 
@@ -39,7 +38,6 @@ use crate::cc::{self, CcError, CcInit, ParamReader};
 use crate::dccp::{DccpConfig, DccpFlow};
 use crate::error::SimError;
 use crate::event::{EvKind, EventQueue};
-use crate::jitter::JitterRng;
 use crate::output::{BottleneckSamples, FlowSamples, FlowState, FlowTotals, RunOutput, RunTotals};
 use crate::packet::{Ack, Pkt, HEADER_BYTES, LINK_FRAMING_BYTES};
 use crate::spec::{BufferSpec, ScenarioSpec, CCID2};
@@ -184,6 +182,7 @@ impl std::ops::DerefMut for EpSlot {
 #[derive(Debug)]
 struct FlowSlot {
     mss: u64,
+    rng: SimRng,
     start: u64,
     stop: u64,
     // sampling
@@ -237,9 +236,6 @@ struct Acct {
     bytes_delivered: u64,
     /// Index of this flow's reverse propagation pipe.
     rev_pipe: u32,
-    /// The flow's host-jitter generator (seeded from its stream; `jitter.rs`):
-    /// drawn once per packet sent, next to the counters that packet bumps.
-    jitter: JitterRng,
 }
 
 /// Packets propagating over one forward delay: (arrival, packet).
@@ -428,7 +424,6 @@ impl Sim {
                 packets_sent: 0,
                 bytes_delivered: 0,
                 rev_pipe: pipe_index(&mut rev_delays, f.rtt_ns - f.rtt_ns / 2),
-                jitter: JitterRng::seeded_from(&mut rng),
             });
             eps.push(EpSlot(ep));
             links.push(AccessLink {
@@ -439,7 +434,7 @@ impl Sim {
                 full_wire,
             });
             timer_armed.push(start);
-            flows.push(FlowSlot { mss, start, stop, last_app: 0, last_retx: 0 });
+            flows.push(FlowSlot { mss, rng, start, stop, last_app: 0, last_retx: 0 });
         }
         let n_samples = (spec.duration_ns / spec.interval_ns) as usize + 1;
         let mut fs = FlowSamples::default();
@@ -745,7 +740,7 @@ impl Sim {
             acct.packets_sent += 1;
             let mut ready = now;
             if self.host_jitter > 0 {
-                ready += acct.jitter.up_to(self.host_jitter);
+                ready += self.flows[f].rng.random_range(0..=self.host_jitter);
             }
             // Host jitter never reorders a flow's own packets.
             ready = ready.max(link.host_ready);

@@ -44,7 +44,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BENCH_EXAMPLE = REPO / "crates" / "netsim" / "examples" / "bench.rs"
 # The engine just before issue 15's engine changes (main when they were rebased onto it).
-DEFAULT_BASE = "3301f85"
+DEFAULT_BASE = "01dbd8f"
 
 
 @dataclass(frozen=True)

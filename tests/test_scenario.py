@@ -168,7 +168,7 @@ def test_offloads_enter_the_resolved_scenario_only_when_on(tmp_path):
     # key planned before the field existed) as it was.
     assert "offloads" not in Scenario.from_dict(base).resolve()
     assert Scenario.from_dict({**base, "offloads": True}).resolve()["offloads"] is True
-    with pytest.raises(ScenarioError, match="offloads"):
+    with pytest.raises(ScenarioError, match=r"field `offloads`: 'yes please' is not a yes/no value; write true or false"):
         Scenario.from_dict({**base, "offloads": "yes please"})
 
 

@@ -363,6 +363,8 @@ def _explain(exc: ValidationError, source: str) -> str:
             msg = "is not a known field (see docs/scenario-format.md for the allowed fields)"
         elif err["type"] == "missing":
             msg = "is required"
+        elif err["type"] in ("bool_parsing", "bool_type"):
+            msg = f"{err.get('input')!r} is not a yes/no value; write true or false"
         lines.append(f"field `{loc}` {msg}" if err["type"] in ("extra_forbidden", "missing") else f"field `{loc}`: {msg}")
     head = f"{source}: " + lines[0]
     return head if len(lines) == 1 else head + "\n" + "\n".join(f"{source}: {ln}" for ln in lines[1:])

@@ -353,3 +353,23 @@ def test_the_per_ack_trace_agrees_with_iperf3s_own_tcp_info(tmp_path, vm_ready):
     # 40 ms), not by the second its first start-up in a boot costs (fl_warm_up).
     late = tr.flows["start_s"] - tr.flows["configured_start_s"]
     assert ((late > 0) & (late < 0.5)).all(), late.tolist()
+
+
+def test_a_killed_runs_directory_is_removed_by_the_next_run(tmp_path, monkeypatch):
+    # kill -9 of a vm run leaves its run directory behind; the next run removes
+    # directories whose owner process is gone and keeps those of running ones.
+    from fairlab.backends.vm import runner
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    gone = tmp_path / f"{runner.RUN_DIR_PREFIX}dead"
+    gone.mkdir()
+    (gone / runner.OWNER_FILE).write_text(f"{dead.pid} 12345\n")
+    mine = tmp_path / f"{runner.RUN_DIR_PREFIX}mine"
+    mine.mkdir()
+    (mine / runner.OWNER_FILE).write_text(f"{os.getpid()} {runner.process_start_time(os.getpid())}\n")
+    foreign = tmp_path / f"{runner.RUN_DIR_PREFIX}other"  # no owner file: not touched
+    foreign.mkdir()
+    assert runner.remove_orphaned_run_dirs() == [gone]
+    assert not gone.exists() and mine.exists() and foreign.exists()

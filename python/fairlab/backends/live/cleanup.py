@@ -53,7 +53,7 @@ TEMP_PREFIX = "fairlab-live-"
 _TEMP_RE = re.compile(r"^fairlab-live-(fl-[0-9a-f]{4,8})-")
 
 
-def _start_time(pid: int) -> str | None:
+def process_start_time(pid: int) -> str | None:
     """The process's start time in clock ticks since boot (/proc/PID/stat field 22):
     with the pid, it names one process even after the pid is reused."""
     try:
@@ -68,7 +68,7 @@ def mark_active(run_id: str) -> None:
     alone (as every fairlab version reads it) and ``<run id>.start`` its start time."""
     os.makedirs(ACTIVE_DIR, exist_ok=True)
     pid = os.getpid()
-    start = _start_time(pid)
+    start = process_start_time(pid)
     if start is not None:
         with open(os.path.join(ACTIVE_DIR, f"{run_id}.start"), "w", encoding="ascii") as f:
             f.write(start)
@@ -109,7 +109,7 @@ def _announcer_alive(path: str) -> bool:
     # With a recorded start time the process must match it: the pid may be reused.
     try:
         with open(path[: -len(".pid")] + ".start", encoding="ascii") as f:
-            return _start_time(pid) == f.read().strip()
+            return process_start_time(pid) == f.read().strip()
     except OSError:
         return True
 

@@ -45,6 +45,11 @@ from ..iperf_pairs import receiver_samples
 from . import cpio, image as vm_image, plan as vm_plan, qemu, tcp_probe
 from .errors import VmError
 from .plan import VM_FORMAT_VERSION
+from ..live.cleanup import process_start_time
+
+#: Per-run temporary directories, and the file naming the process that owns one.
+RUN_DIR_PREFIX = "fairlab-vm-run-"
+OWNER_FILE = "owner"
 
 #: Host seconds allowed per simulated second per flow, plus boot; far above what
 #: any run needs on a loaded 2-core host (measured ~3 per flow-second at 100 Mbit/s).
@@ -91,13 +96,32 @@ def run_vm(
         gplan = vm_plan.build(scenario, img, seed=seed, tcp_probe=tcp_probe_path is not None)
     except vm_plan.VmPlanError as exc:
         raise VmError(str(exc)) from None
-    tmp = Path(tempfile.mkdtemp(prefix="fairlab-vm-"))
+    remove_orphaned_run_dirs()
+    tmp = Path(tempfile.mkdtemp(prefix=RUN_DIR_PREFIX))
+    (tmp / OWNER_FILE).write_text(f"{os.getpid()} {process_start_time(os.getpid())}\n")
     with raising_on_signals():
         try:
             return _boot_and_collect(scenario, gplan, img, binary, tmp, seed=seed, run_index=run_index,
                                      keep_dir=keep_dir, tcp_probe_path=tcp_probe_path, say=say)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def remove_orphaned_run_dirs() -> list[Path]:
+    """Remove the run directories (initramfs, results) of vm runs whose process is
+    gone: a run killed with SIGKILL cannot clean up after itself (its QEMU dies with
+    it, PR_SET_PDEATHSIG), so the next run does. A directory belongs to a live run
+    while the pid and start time in its owner file name a running process."""
+    removed = []
+    for d in Path(tempfile.gettempdir()).glob(f"{RUN_DIR_PREFIX}*"):
+        try:
+            pid, start = (d / OWNER_FILE).read_text().split()
+        except (OSError, ValueError):
+            continue  # not ours, or still being created
+        if process_start_time(int(pid)) != start:
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+    return removed
 
 
 def _boot_and_collect(scenario: Scenario, gplan: vm_plan.GuestPlan, img: vm_image.Image, binary: str, tmp: Path, *,

@@ -2031,11 +2031,9 @@ mod tests {
         assert_eq!(total, 7);
     }
 
-    #[test]
-    fn pacing_spaces_full_segments_by_their_payload_at_the_pacing_rate() {
-        // The pacing rate is a payload rate, as Linux's `sk_pacing_rate` (charged
-        // with `skb->len` in `tcp_update_skb_after_send`): 1448 B at 11.584 Mb/s
-        // is exactly 1 ms, where the wire size (1500 B) would take 1.036 ms.
+    /// Departure times (ns) of a bulk sender pacing 1448-B segments at 11.584 Mb/s
+    /// (1 ms each) in quanta of `quantum`, over `wakeups` timer wake-ups.
+    fn paced_departures(quantum: u64, wakeups: usize) -> Vec<u64> {
         let cfg = SenderConfig {
             flow: 0,
             mss: 1448,
@@ -2051,15 +2049,24 @@ mod tests {
             frto: true,
             handshake: false,
         };
-        let mut snd = TcpSender::new(cfg, Box::new(FixedPace(Bandwidth::from_bps(11_584_000), 1)), 16);
+        let mut snd = TcpSender::new(cfg, Box::new(FixedPace(Bandwidth::from_bps(11_584_000), quantum)), 16);
         let mut out = Vec::new();
         let mut sent_at = Vec::new();
         let mut now = SimTime::ZERO;
-        for _ in 0..20 {
+        for _ in 0..wakeups {
             snd.on_timer(now, &mut out);
             sent_at.extend(out.drain(..).map(|_| now.as_nanos()));
             now = snd.next_wakeup().min(snd.pace_next);
         }
+        sent_at
+    }
+
+    #[test]
+    fn pacing_spaces_full_segments_by_their_payload_at_the_pacing_rate() {
+        // The pacing rate is a payload rate, as Linux's `sk_pacing_rate` (charged
+        // with `skb->len` in `tcp_update_skb_after_send`): 1448 B at 11.584 Mb/s
+        // is exactly 1 ms, where the wire size (1500 B) would take 1.036 ms.
+        let sent_at = paced_departures(1, 20);
         assert!(sent_at.len() >= 10, "sent {}", sent_at.len());
         for w in sent_at.windows(2) {
             assert_eq!(w[1] - w[0], 1_000_000, "departures at {sent_at:?}");
@@ -2070,30 +2077,7 @@ mod tests {
     fn a_paced_sender_releases_whole_gso_quanta_and_waits_their_length() {
         // Linux paces skbs, not segments: with a quantum of 4 segments at 1 ms per
         // segment, 4 segments leave together and the next 4 exactly 4 ms later.
-        let cfg = SenderConfig {
-            flow: 0,
-            mss: 1448,
-            ecn: false,
-            sack: true,
-            total_segs: u64::MAX,
-            last_seg_len: 1448,
-            start: SimTime::ZERO,
-            stop: SimTime::MAX,
-            rwnd_segs: u64::MAX,
-            rack: true,
-            tlp: true,
-            frto: true,
-            handshake: false,
-        };
-        let mut snd = TcpSender::new(cfg, Box::new(FixedPace(Bandwidth::from_bps(11_584_000), 4)), 16);
-        let mut out = Vec::new();
-        let mut sent_at = Vec::new();
-        let mut now = SimTime::ZERO;
-        for _ in 0..6 {
-            snd.on_timer(now, &mut out);
-            sent_at.extend(out.drain(..).map(|_| now.as_nanos()));
-            now = snd.next_wakeup().min(snd.pace_next);
-        }
+        let sent_at = paced_departures(4, 6);
         assert!(sent_at.len() >= 16, "sent {}", sent_at.len());
         for (i, t) in sent_at.iter().enumerate() {
             assert_eq!(*t, (i as u64 / 4) * 4_000_000, "departures at {sent_at:?}");

@@ -29,12 +29,9 @@ class TcpProbeError(ValueError):
     """The guest's trace could not be read."""
 
 
-def parse(text: str, *, t0_ns: int, first_port: int, n_flows: int) -> pd.DataFrame:
-    """One row per ACK of each flow's data connection: `t` on the scenario clock (s
-    after t0), the flow (from the server port it came from), and the sender's state
-    as the ACK arrives (Linux traces before processing it). `acked_bytes` is
-    cumulative from the flow's first event (`snd_una`, unwrapped modulo 2^32);
-    `outstanding_bytes` is `snd_nxt − snd_una`."""
+def _events(text: str) -> pd.DataFrame:
+    """Every tcp_probe event of the trace: time (s, CLOCK_MONOTONIC), the server port
+    (`port`), the sender's port and the raw fields; raises on a malformed event."""
     rows: dict[str, list] = {k: [] for k in ("t", "port", "sport", *_FIELDS[2:])}
     for n, line in enumerate(text.splitlines(), 1):
         if not line or line.startswith("#"):
@@ -54,16 +51,28 @@ def parse(text: str, *, t0_ns: int, first_port: int, n_flows: int) -> pd.DataFra
                 rows[k].append(int(kv[k]))
         except (KeyError, ValueError, IndexError):
             raise TcpProbeError(f"tcp_probe.txt line {n}: a field is missing or malformed: {line[:120]!r}") from None
-    raw = pd.DataFrame(rows)
+    return pd.DataFrame(rows)
+
+
+def _data_connections(raw: pd.DataFrame) -> pd.DataFrame:
+    """Only each server port's data connection: iperf3 opens its control connection
+    first, then the data connection, so the one whose first event is latest."""
+    opened = raw.groupby(["port", "sport"])["t"].min().reset_index()
+    data = opened.sort_values("t").groupby("port").tail(1)[["port", "sport"]]
+    return raw.merge(data, on=["port", "sport"])
+
+
+def parse(text: str, *, t0_ns: int, first_port: int, n_flows: int) -> pd.DataFrame:
+    """One row per ACK of each flow's data connection: `t` on the scenario clock (s
+    after t0), the flow (from the server port it came from), and the sender's state
+    as the ACK arrives (Linux traces before processing it). `acked_bytes` is
+    cumulative from the flow's first event (`snd_una`, unwrapped modulo 2^32);
+    `outstanding_bytes` is `snd_nxt − snd_una`."""
+    raw = _events(text)
     if raw.empty:
         return pd.DataFrame(columns=COLUMNS)
     raw["flow"] = raw["port"] - first_port
-    raw = raw[(raw["flow"] >= 0) & (raw["flow"] < n_flows)]
-    # Each iperf3 flow has a control connection and, opened after it, the data
-    # connection: keep the latter.
-    opened = raw.groupby(["port", "sport"])["t"].min().reset_index()
-    data = opened.sort_values("t").groupby("port").tail(1)[["port", "sport"]]
-    raw = raw.merge(data, on=["port", "sport"])
+    raw = _data_connections(raw[(raw["flow"] >= 0) & (raw["flow"] < n_flows)])
     parts = []
     for flow, g in raw.groupby("flow", sort=True):
         una = g["snd_una"].to_numpy(np.int64)
@@ -97,32 +106,16 @@ def data_starts(text: str, *, t0_ns: int, ports: dict[int, int]) -> dict[int, fl
     handshake's and the cookie's RTT). Starting a process in the guest costs virtual
     time (0.6–0.8 s for iperf3 on Linux 6.1 under TCG), so this, not the launch,
     is when a flow starts."""
-    events: dict[tuple[int, int], list[tuple[float, int, int, int]]] = {}
-    for line in text.splitlines():
-        m = _LINE.search(line)
-        if m is None:
-            continue
-        kv = dict(p.split("=", 1) for p in m.group(2).split() if "=" in p)
-        try:
-            dport = int(kv["dest"].rsplit(":", 1)[1])
-            sport = int(kv["src"].rsplit(":", 1)[1])
-            ev = (float(m.group(1)), int(kv["snd_una"], 16), int(kv["snd_nxt"], 16), int(kv["srtt"]))
-        except (KeyError, ValueError, IndexError):
-            continue
-        if dport in ports:
-            events.setdefault((dport, sport), []).append(ev)
+    raw = _events(text)
+    raw = _data_connections(raw[raw["port"].isin(list(ports))])
     out: dict[int, float] = {}
-    for dport, flow in ports.items():
-        conns = [evs for (d, _), evs in events.items() if d == dport]
-        if not conns:
-            continue
-        data = max(conns, key=lambda evs: evs[0][0])  # the connection opened last
-        cookie_end = data[0][2]
-        for t, _una, nxt, srtt_us in data[1:]:
-            sent_beyond = (nxt - cookie_end) % (1 << 32)
-            if 0 < sent_beyond < (1 << 31):
-                out[flow] = t - srtt_us / 1e6 - t0_ns / 1e9
-                break
+    for port, g in raw.groupby("port", sort=True):
+        cookie_end = int(g["snd_nxt"].iloc[0])
+        sent_beyond = (g["snd_nxt"].to_numpy(np.int64) - cookie_end) % (1 << 32)
+        later = np.flatnonzero((sent_beyond > 0) & (sent_beyond < (1 << 31)))
+        if len(later):
+            first = later[0]
+            out[ports[int(port)]] = float(g["t"].iloc[first]) - g["srtt"].iloc[first] / 1e6 - t0_ns / 1e9
     return out
 
 

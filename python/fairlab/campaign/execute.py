@@ -232,14 +232,22 @@ def _run_pool(todo: list[Task], backend: str, workers: int, record: Callable[[Ou
                 record(fut.result())
     except BaseException:
         # Interrupted, or the store could not be written (a full disk): stop the
-        # workers now rather than let them finish runs nobody will record.
+        # workers now rather than let them finish runs nobody will record. Waiting on
+        # the executor after terminating its workers can hang (its manager thread
+        # may never see them go), so reap the processes directly, bounded.
         for fut in pending:
             fut.cancel()
-        for proc in list(getattr(pool, "_processes", {}).values()):
+        procs = list(getattr(pool, "_processes", {}).values())
+        for proc in procs:
             proc.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=5)
         raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    pool.shutdown(wait=True)
 
 
 def _run_dask(todo: list[Task], backend: str, address: str, workers: int | None, record: Callable[[Outcome], None]) -> None:

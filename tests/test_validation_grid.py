@@ -95,3 +95,44 @@ def test_identical_flows_are_compared_by_rank():
 @pytest.mark.parametrize("cell", grid.cells("full")[:5] + grid.cells("homogeneous"))
 def test_a_cell_id_names_its_cell(cell):
     assert grid.Cell.from_id(cell.id) == cell
+
+
+def _format_rows(cell: str, vm_format: int, seeds: list[int], share0: float) -> pd.DataFrame:
+    rows = _rows(cell, [[share0, 100 - share0]] * len(seeds), [0.9] * len(seeds))
+    rows["seed"] = [s for s in seeds for _ in range(2)]
+    rows["vm_format"] = vm_format
+    return rows
+
+
+def test_the_kernel_side_keeps_per_cell_the_newest_format_that_has_every_seed():
+    a, b = "reno-cubic|100ms|1bdp|droptail", "bic-cubic|100ms|1bdp|droptail"
+    seeds = list(range(grid.SEEDS))
+    rows = pd.concat([
+        _format_rows(a, 1, seeds, 30), _format_rows(a, 2, seeds, 40),   # a: format 2 complete -> 2
+        _format_rows(b, 1, seeds, 50), _format_rows(b, 2, seeds[:1], 60),  # b: format 2 incomplete -> 1
+        _format_rows(b, 1, seeds[:1], 50),  # a seed stored twice under one format counts once
+    ], ignore_index=True)
+    kept = grid.newest_complete_format(rows)
+    by_cell = kept.groupby("cell").agg(fmt=("vm_format", "unique"), seeds=("seed", "nunique"), n=("share", "size"))
+    assert list(by_cell.loc[a, "fmt"]) == [2] and list(by_cell.loc[b, "fmt"]) == [1]
+    assert by_cell.loc[a, "seeds"] == by_cell.loc[b, "seeds"] == grid.SEEDS
+    assert by_cell.loc[b, "n"] == 2 * grid.SEEDS
+    assert set(kept[kept["cell"] == a]["share"]) == {40, 60}
+
+
+def test_kernel_runs_are_read_by_their_own_task_so_a_new_run_key_does_not_hide_them(tmp_path, monkeypatch):
+    """A store of grid runs whose campaign file no longer matches (here: deleted, as
+    after a change of run key) still yields every main run, cell and seed."""
+    from fairlab.campaign.execute import run_campaign
+    from fairlab.campaign.store import Store
+
+    monkeypatch.setattr(grid, "DURATION_S", 4)
+    monkeypatch.setattr(grid, "WINDOW", (1, 4))
+    cells = [grid.Cell(("reno", "cubic"), 25, 1.0), grid.Cell(("cubic", "cubic"), 25, 0.2)]
+    (doc,) = grid.campaign_docs(cells, runs=2)
+    camp = expand(doc, source="test", backend="sim")
+    run_campaign(camp, Store(tmp_path / "s"), workers=1)
+    (tmp_path / "s" / "campaign.json").unlink()
+    rows = grid.store_results(tmp_path / "s", "vm")
+    assert sorted(rows.groupby("cell")["seed"].nunique().items()) == sorted((c.id, 2) for c in cells)
+    assert len(rows) == 2 * 2 * 2

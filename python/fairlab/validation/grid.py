@@ -225,20 +225,58 @@ def run_results(trace, cell: Cell, backend: str, seed: int) -> pd.DataFrame:
 
 
 def store_results(store_root: Path, backend: str) -> pd.DataFrame:
-    """Every finished main run of a grid campaign store, as result rows."""
+    """Every finished main run of a grid campaign store, as result rows.
+
+    The simulator's side is the current campaign's runs only: a run stored under an
+    older engine is another simulator. The kernel's side is every finished run in
+    the store, each read by the task its own metadata names, so kernel runs made
+    before a change of run key (a new vm format, a new campaign schema) still count;
+    where a cell has runs of several vm formats, the newest format that has every
+    seed is kept (the kernel is the same, the harness improved)."""
     from ..campaign.aggregate import campaign_of
     from ..campaign.plan import MAIN
     from ..campaign.store import Store
 
     store = Store(store_root)
-    camp = campaign_of(store)
     done = store.done_keys()
     parts = []
-    for t in camp.tasks:
-        if t.kind != MAIN or t.key not in done:
+    if backend != "vm":
+        for t in campaign_of(store).tasks:
+            if t.kind == MAIN and t.key in done:
+                parts.append(run_results(store.load(t.key), cell_of(t.point), backend, t.seed))
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=RESULT_COLUMNS)
+    for key in sorted(done):
+        trace = store.load(key)
+        task = _recorded_task(trace.meta.get("task"))
+        if task is None or task.get("kind") != MAIN:
             continue
-        parts.append(run_results(store.load(t.key), cell_of(t.point), backend, t.seed))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=RESULT_COLUMNS)
+        parts.append(run_results(trace, cell_of(task["point"]), backend, int(trace.meta.get("seed", 0))))
+    return newest_complete_format(pd.concat(parts, ignore_index=True)) if parts else pd.DataFrame(columns=RESULT_COLUMNS)
+
+
+def _recorded_task(task: Any) -> dict[str, Any] | None:
+    """A stored run's task description (stores before format 2 kept it as a repr)."""
+    import ast
+
+    if isinstance(task, str):
+        try:
+            task = ast.literal_eval(task)
+        except (ValueError, SyntaxError):
+            return None
+    return task if isinstance(task, dict) and "point" in task else None
+
+
+def newest_complete_format(vm: pd.DataFrame) -> pd.DataFrame:
+    """Per cell, the kernel rows of the newest vm format that has `SEEDS` seeds
+    (or, if none has, of the newest format); a seed run twice under one format
+    counts once."""
+    vm = vm.copy()
+    vm["vm_format"] = pd.to_numeric(vm["vm_format"], errors="coerce").fillna(1).astype(int)
+    vm = vm.drop_duplicates(["cell", "seed", "flow", "vm_format"], keep="last")
+    seeds = vm.groupby(["cell", "vm_format"])["seed"].nunique().reset_index()
+    seeds["complete"] = seeds["seed"] >= SEEDS
+    best = seeds.sort_values(["complete", "vm_format"]).groupby("cell").tail(1)
+    return vm.merge(best[["cell", "vm_format"]], on=["cell", "vm_format"]).reset_index(drop=True)
 
 
 def compare(sim: pd.DataFrame, vm: pd.DataFrame) -> pd.DataFrame:

@@ -206,6 +206,7 @@ fn drive(cca: &str, p: &str, seed: u64) -> u64 {
         &CcInit {
             mss: 1448,
             initial_cwnd_segments: 10,
+            connection_random: 0,
         },
     )
     .unwrap();

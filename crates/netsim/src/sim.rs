@@ -25,14 +25,15 @@
 //!
 //! Random streams (STYLE.md §9): the queue discipline draws from
 //! `rng_stream(seed, 0)`, random loss from `rng_stream(seed, 1)`, and flow `i`'s
-//! start and host jitter from `rng_stream(seed, 2^32 + i)`.
+//! start and host jitter from `rng_stream(seed, 2^32 + i)`, its connection's own
+//! random number (Linux's per-connection secrets) from `rng_stream(seed, 2^33 + i)`.
 
 use std::collections::VecDeque;
 
 use aqm::{Accounted, AnyQdisc, Limit, MarkReason, QdiscContext};
 use netunits::prefetch::prefetch;
 use netunits::{rng_stream, Bandwidth, SimDuration, SimRng, SimTime};
-use rand::Rng;
+use rand::{Rng, RngCore};
 
 use crate::cc::{self, CcError, CcInit, ParamReader};
 use crate::dccp::{DccpConfig, DccpFlow};
@@ -49,6 +50,9 @@ pub const QDISC_STREAM: u64 = 0;
 pub const LOSS_STREAM: u64 = 1;
 /// RNG component id of flow `i`'s jitter is `FLOW_STREAM_BASE + i`.
 pub const FLOW_STREAM_BASE: u64 = 1 << 32;
+/// RNG component id of flow `i`'s per-connection secret (`CcInit::connection_random`)
+/// is `CONNECTION_STREAM_BASE + i`.
+pub const CONNECTION_STREAM_BASE: u64 = 2 << 32;
 
 /// From this many flows on, the event handlers prefetch the next events' flow
 /// state (a few flows' state stays in L1 and the extra loads would only cost).
@@ -392,7 +396,9 @@ impl Sim {
                     ring_hint,
                 }))
             } else {
-                let init = CcInit { mss, initial_cwnd_segments: f.initial_cwnd };
+                // Its own stream, so drawing it changes no other random number.
+                let connection_random = rng_stream(spec.seed, CONNECTION_STREAM_BASE + i as u64).next_u64();
+                let init = CcInit { mss, initial_cwnd_segments: f.initial_cwnd, connection_random };
                 let ctl = cc::build(&f.cca, &f.params, &init).map_err(|e| SimError::Cc { field: cc_field(i, &e), source: e })?;
                 Endpoint::Tcp(TcpFlow::new(
                     TcpConfig {

@@ -268,7 +268,7 @@ mod tests {
     use netunits::SimDuration;
 
     fn init() -> CcInit {
-        CcInit { mss: PATH_MSS, initial_cwnd_segments: 10 }
+        CcInit { mss: PATH_MSS, initial_cwnd_segments: 10, connection_random: 0 }
     }
 
     const BASE: SimDuration = SimDuration::from_millis(100);

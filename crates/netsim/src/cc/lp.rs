@@ -1,133 +1,147 @@
 //! TCP-LP, a low-priority ("scavenger") transport (Kuzmanovic & Knightly,
 //! "TCP-LP: A Distributed Algorithm for Low Priority Data Transfer", IEEE
-//! INFOCOM 2003; Linux `tcp_lp.c`).
+//! INFOCOM 2003), as Linux's `tcp_lp.c` computes it.
 //!
-//! Read this first. TCP-LP wants only the bandwidth that standard flows leave
-//! unused, so it must back off BEFORE they see loss. It watches a smoothed
-//! delay `s` and its observed range `[d_min, d_max]` and declares an *early
-//! congestion indication* when
+//! Read this first. TCP-LP wants only the bandwidth standard flows leave unused.
+//! It estimates the one-way delay (OWD) from TCP timestamps, smooths it
+//! (`sowd`, ×8, gain 1/8) and keeps its range `[owd_min, owd_max]`; when the
+//! smoothed delay is not below `owd_min + 15 % of the range` (an *early
+//! congestion indication*) it halves cwnd, or sets it to 1 if the previous
+//! indication was less than an *inference period* (3 × now − echoed timestamp,
+//! about 3 RTTs) ago, and resets the range to `[sowd, 2·sowd]`. Inside the
+//! inference period it does not grow; otherwise it grows like Reno; losses are
+//! Reno's. ssthresh is left alone, so cwnd slow-starts back up after an
+//! indication.
 //!
-//! ```text
-//! s > d_min + δ · (d_max − d_min),     δ = 0.15,   s ← s + (d − s)/8
-//! ```
+//! What Linux actually computes. Every quantity is a `u32` in milliseconds and
+//! this module repeats that arithmetic, wrap-arounds included, because they
+//! decide what the kernel does:
 //!
-//! On the first indication it halves cwnd and opens an *inference* period
-//! (Linux: 3 × the current RTT, `lp->inference = 3 * delta`) during which it
-//! does not grow; a further indication inside that period means the congestion
-//! was not its own doing, and it drops to cwnd = 1. Outside inference it grows
-//! like Reno, and losses are handled by Reno.
+//! - The receiver's clock rate `remote_hz` is an EWMA (gain 1/64) of
+//!   `1000 · Δtsval / Δtsecr` between consecutive ACKs whose timestamps both
+//!   changed. The OWD is `tsval · (1000 / remote_hz) − tsecr`: the integer
+//!   quotient is 1 while the estimate is at most 1000 and 0 as soon as it is
+//!   above (one pair of ACKs with Δtsval = 2, Δtsecr = 1 lifts it to 1015); then
+//!   the "delay" is `−tsecr mod 2^32`, about 4.3·10^9.
+//! - Since Linux 4.10 (`net.ipv4.tcp_timestamps = 1`, the default) every
+//!   connection adds a random 32-bit offset to the timestamps it sends; the
+//!   sender removes its own from the echo, not the receiver's from `tsval`. The
+//!   OWD is therefore the receiver's random offset plus the forward delay.
+//! - `sowd` holds 8 × the smoothed delay in a `u32`: a delay of 2^29 ms or more
+//!   wraps, and the smoothed value (below 2^29) then always sits under the range
+//!   (at or above 2^29): "within threshold", never an indication.
+//! - A smaller offset still dwarfs any delay: the first sample indicates (the
+//!   range is one value, and `s < s + 0` fails, so Linux halves on its first
+//!   delay sample), which resets the range to `[s, 2s]` with `s` ≈ the offset;
+//!   the next threshold is 15 % of the offset, days of delay, away.
 //!
-//! Substitution (documented deviation): the paper and Linux use ONE-WAY delay
-//! from TCP timestamps (Linux even estimates the receiver's clock rate). The
-//! fairlab sender gives us RTT samples only, so `d` = the RTT sample. The test
-//! above is invariant to adding a constant to `d`, so RTT works exactly as
-//! one-way delay whenever the reverse path adds no queueing — true in fairlab's
-//! dumbbell, where ACKs do not queue. RTT − min RTT (queueing delay) would give
-//! identical decisions.
+//! So a 6.1 LP connection never sees an early indication after its first delay
+//! sample (seven in eight see none at all) and is Reno. The kernel grid shows
+//! it: LP–CUBIC 20/80 at 100 ms, 1 BDP, where Reno–CUBIC is 23/77; in seed 000's
+//! 14-flow run LP took 5.5 % and Reno 5.8 % (docs/validation/vm.md). With
+//! `kernel = "2.6.22"` (before 4.10: no offsets, 1000-Hz timestamps) the delay
+//! is the true forward delay and LP works as designed, at 1-ms resolution,
+//! while `remote_hz` stays at or below 1000. It is then sensitive to its own
+//! queue too: alone on 10 Mbit/s at 40 ms it indicates twice within an
+//! inference period each time its queue passes 15 % of the range, and takes
+//! well under the link (not checked against a 2.6.22 kernel).
 //!
-//! Range bookkeeping follows Linux, because the pure rule is unusable with an
-//! almost empty range (one queued packet would read as congestion and, an RTT
-//! later, drive cwnd to 1 — we tried):
-//! - `d_max` forgets the single largest sample (Linux keeps a reserve max and
-//!   reports the one below it), so one outlier does not stretch the range;
-//! - after an indication the range is reset around the smoothed delay,
-//!   `d_min = s`, `d_max = 2s` (Linux `owd_min = sowd`, `owd_max = 2·sowd`), so
-//!   the next indication needs the delay to grow by a further δ·s. The first
-//!   sample seeds the same range (Linux reaches it by halving on the very first
-//!   ACK, which we skip). With the RTT proxy, `s` is an RTT, so this reset range
-//!   is wider than Linux's one-way one — a documented consequence.
-//!
-//! An indication also lowers ssthresh to the new window, so growth after the
-//! inference period is additive (the paper's AIMD description). Linux 6.1
-//! (`tcp_lp_pkts_acked`) leaves ssthresh alone and slow-starts again; with the
-//! RTT proxy that makes a lone LP flow overshoot into indication after
-//! indication (a sixth of a 10 Mbit/s link in the test below), so the
-//! simulator keeps the paper's rule until the kernel grid says otherwise.
-//! Why the kernel may differ more than this: its "one-way delay" is the
-//! receiver's timestamp minus the echoed one, and since Linux 4.10 both carry
-//! random per-connection offsets, so its delays are that offset difference plus
-//! the forward delay, and the reset range [s, 2s] of such a value is enormous:
-//! after its first indication Linux's LP may rarely see another.
-//!
-//! The inference period is 3 × the latest RTT sample, renewed on every ACK
-//! (Linux `3 * delta` with delta = now − the echoed timestamp).
+//! The simulator carries no timestamps, so they are rebuilt per ACK: `tsecr` is
+//! the sender's clock (ms) when it sent the segment the RTT sample measures
+//! (now − sample; kept from the previous ACK when Karn's rule gives no sample),
+//! and `tsval` the receiver's clock when it sent the ACK, now − min RTT / 2 (the
+//! dumbbell splits the base RTT equally and its reverse path has no queue), plus
+//! the receiver's offset, drawn from the connection's random number.
 
 use super::seg_reno::SegReno;
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::{SimDuration, SimTime};
 
+/// Linux's TCP timestamp clock (`TCP_TS_HZ`), which is also `LP_RESOL`.
+const TS_HZ: u32 = 1000;
+
+/// Which kernel's timestamps TCP-LP reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LpKernel {
+    /// Linux ≥ 4.10: the receiver's timestamps carry a random per-connection offset.
+    Modern,
+    /// Linux 2.6.22 (seeds 000/001): no offset.
+    Linux2622,
+}
+
 /// TCP-LP parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LpConfig {
-    /// Threshold δ as a fraction of the delay range, 0.15 (Kuzmanovic &
-    /// Knightly §III; Linux `15 * (owd_max - owd_min) / 100`).
-    pub delta: f64,
-    /// EWMA gain of the smoothed delay, 1/8 (paper §III, as TCP's SRTT; Linux
-    /// `sowd` "7/8 old + 1/8 new").
-    pub smoothing: f64,
-    /// Inference period in RTTs, 3 (Linux `lp->inference = 3 * delta`, delta
-    /// being the current RTT).
-    pub inference_rtts: f64,
-}
-
-impl Default for LpConfig {
-    fn default() -> Self {
-        LpConfig { delta: 0.15, smoothing: 0.125, inference_rtts: 3.0 }
-    }
+    pub kernel: LpKernel,
 }
 
 impl LpConfig {
     /// Parameter line for `fairlab list ccas`.
-    pub const PARAMS: &'static str = "delta = 0.15 (threshold, fraction of delay range), smoothing = 0.125, inference_rtts = 3";
+    pub const PARAMS: &'static str = "kernel = \"6.1\" (timestamps with random per-connection offsets, Linux >= 4.10) or \"2.6.22\" (no offsets)";
 
     /// Read and validate from scenario parameters.
     pub fn from_params(p: &Params) -> Result<Self, CcError> {
         let mut r = ParamReader::new("lp", p);
-        let delta = r.f64("delta", 0.15, 0.0, 1.0, "a fraction in [0, 1] of the delay range (default 0.15)")?;
-        let smoothing = r.f64("smoothing", 0.125, 0.001, 1.0, "an EWMA gain in [0.001, 1] (default 1/8)")?;
-        let inference_rtts = r.f64("inference_rtts", 3.0, 1.0, 100.0, "a number of RTTs in [1, 100] (default 3)")?;
+        let kernel = r.choice("kernel", "6.1", &["6.1", "2.6.22"], "\"6.1\" or \"2.6.22\"")?;
         r.finish()?;
-        Ok(LpConfig { delta, smoothing, inference_rtts })
+        Ok(LpConfig { kernel: if kernel == "2.6.22" { LpKernel::Linux2622 } else { LpKernel::Modern } })
     }
 }
 
-/// TCP-LP state.
+/// Milliseconds of `t` on a 32-bit clock, as TCP timestamps count.
+fn ms(t: SimTime) -> u32 {
+    (t.as_nanos() / 1_000_000) as u32
+}
+
+/// TCP-LP state: Linux's `struct lp`, field for field.
 #[derive(Clone, Debug)]
 pub struct Lp {
-    cfg: LpConfig,
     mss: u64,
     w: SegReno,
-    /// Smoothed delay (seconds).
-    sowd: Option<f64>,
-    d_min: Option<f64>,
-    d_max: Option<f64>,
-    /// Largest delay seen since the last reset, which `d_max` stays below.
-    d_max_reserve: Option<f64>,
-    /// Time of the last early congestion indication.
-    last_indication: Option<SimTime>,
-    /// Latest smoothed RTT from the sender.
-    srtt: SimDuration,
-    /// Count of early indications acted on.
+    /// The receiver's timestamp offset.
+    ts_offset: u32,
+    valid_rhz: bool,
+    valid_owd: bool,
+    within_inference: bool,
+    /// Smoothed OWD × 8.
+    sowd: u32,
+    owd_min: u32,
+    owd_max: u32,
+    owd_max_rsv: u32,
+    remote_hz: u32,
+    remote_ref_time: u32,
+    local_ref_time: u32,
+    last_drop: u32,
+    inference: u32,
+    /// The latest echoed timestamp (sender clock, ms).
+    tsecr: u32,
     indications: u64,
-    /// Time of the latest ACK (for `metrics`, which has no clock argument).
-    last_ack: SimTime,
 }
 
 impl Lp {
     /// A TCP-LP controller at the initial window.
     pub fn new(cfg: LpConfig, init: &CcInit) -> Self {
         Lp {
-            cfg,
             mss: init.mss.max(1),
             w: SegReno::new(init.initial_cwnd_segments),
-            sowd: None,
-            d_min: None,
-            d_max: None,
-            d_max_reserve: None,
-            last_indication: None,
-            srtt: SimDuration::ZERO,
+            ts_offset: match cfg.kernel {
+                LpKernel::Modern => init.connection_random as u32,
+                LpKernel::Linux2622 => 0,
+            },
+            valid_rhz: false,
+            valid_owd: false,
+            within_inference: false,
+            sowd: 0,
+            owd_min: u32::MAX,
+            owd_max: 0,
+            owd_max_rsv: 0,
+            remote_hz: 0,
+            remote_ref_time: 0,
+            local_ref_time: 0,
+            last_drop: 0,
+            inference: 0,
+            tsecr: 0,
             indications: 0,
-            last_ack: SimTime::ZERO,
         }
     }
 
@@ -136,61 +150,63 @@ impl Lp {
         Ok(Box::new(Lp::new(LpConfig::from_params(p)?, init)))
     }
 
-    /// Early congestion indications acted on so far.
+    /// Early congestion indications so far.
     pub fn indications(&self) -> u64 {
         self.indications
     }
 
-    /// The smoothed delay.
-    pub fn smoothed_delay(&self) -> Option<SimDuration> {
-        self.sowd.map(SimDuration::from_secs_f64)
-    }
-
-    /// Inside the inference period that follows an indication?
-    fn in_inference(&self, now: SimTime) -> bool {
-        let period = self.srtt.mul_f64(self.cfg.inference_rtts);
-        self.last_indication.is_some_and(|t| now.saturating_since(t) < period)
-    }
-
-    /// The smoothed delay is above the δ threshold of the observed range.
-    fn early_indication(&self) -> bool {
-        let (Some(s), Some(lo), Some(hi)) = (self.sowd, self.d_min, self.d_max) else { return false };
-        s > lo + self.cfg.delta * (hi - lo)
-    }
-
-    /// Centre a fresh range on the smoothed delay `s`: [s, 2s].
-    fn reset_range(&mut self, s: f64) {
-        self.d_min = Some(s);
-        self.d_max = Some(2.0 * s);
-        self.d_max_reserve = Some(2.0 * s);
-    }
-
-    /// Fold a delay sample into the range (Linux `tcp_lp_rtt_sample`).
-    fn observe(&mut self, d: f64) {
-        let Some(s) = self.sowd else {
-            self.sowd = Some(d);
-            self.reset_range(d);
-            return;
-        };
-        if self.d_min.is_none_or(|m| d < m) {
-            self.d_min = Some(d);
-        }
-        if self.d_max.is_none_or(|m| d > m) {
-            // A new maximum becomes the reserve; the range grows only to the
-            // previous reserve, so a lone spike does not widen it.
-            match self.d_max_reserve {
-                Some(r) if d > r => {
-                    self.d_max = Some(r);
-                    self.d_max_reserve = Some(d);
-                }
-                Some(_) => self.d_max = Some(d),
-                None => {
-                    self.d_max = Some(d);
-                    self.d_max_reserve = Some(d);
-                }
+    /// The receiver clock-rate estimate (`tcp_lp_remote_hz_estimator`).
+    fn estimate_remote_hz(&mut self, tsval: u32, tsecr: u32) {
+        let mut rhz = i64::from(self.remote_hz << 6);
+        let unchanged = tsval == self.remote_ref_time || tsecr == self.local_ref_time;
+        if self.remote_ref_time != 0 && self.local_ref_time != 0 && !unchanged {
+            // u32 throughout, as in C: 1000 · Δtsval wraps, then divides.
+            let mut m = i64::from(TS_HZ.wrapping_mul(tsval.wrapping_sub(self.remote_ref_time)) / tsecr.wrapping_sub(self.local_ref_time));
+            if rhz > 0 {
+                m -= rhz >> 6;
+                rhz += m;
+            } else {
+                rhz = m << 6;
             }
         }
-        self.sowd = Some(s + self.cfg.smoothing * (d - s));
+        self.valid_rhz = (rhz >> 6) > 0;
+        self.remote_ref_time = tsval;
+        self.local_ref_time = tsecr;
+        self.remote_hz = (rhz >> 6) as u32;
+    }
+
+    /// The "one-way delay" (`tcp_lp_owd_calculator`).
+    fn owd(&mut self, tsval: u32, tsecr: u32) -> u32 {
+        self.estimate_remote_hz(tsval, tsecr);
+        let owd = if self.valid_rhz { tsval.wrapping_mul(TS_HZ / self.remote_hz).wrapping_sub(tsecr) } else { 0 };
+        self.valid_owd = owd > 0;
+        owd
+    }
+
+    /// Fold one delay sample into the range and the smoothed delay (`tcp_lp_rtt_sample`).
+    fn rtt_sample(&mut self, tsval: u32, tsecr: u32) {
+        let mut mowd = i64::from(self.owd(tsval, tsecr));
+        if !self.valid_rhz || !self.valid_owd {
+            return;
+        }
+        if mowd < i64::from(self.owd_min) {
+            self.owd_min = mowd as u32;
+        }
+        // Forget the largest sample: the range grows to the one below it.
+        if mowd > i64::from(self.owd_max) {
+            if mowd > i64::from(self.owd_max_rsv) {
+                self.owd_max = if self.owd_max_rsv == 0 { mowd as u32 } else { self.owd_max_rsv };
+                self.owd_max_rsv = mowd as u32;
+            } else {
+                self.owd_max = mowd as u32;
+            }
+        }
+        if self.sowd != 0 {
+            mowd -= i64::from(self.sowd >> 3);
+            self.sowd = (i64::from(self.sowd) + mowd) as u32;
+        } else {
+            self.sowd = (mowd << 3) as u32;
+        }
     }
 }
 
@@ -207,29 +223,36 @@ impl CongestionControl for Lp {
         self.w.ssthresh.saturating_mul(self.mss)
     }
 
+    /// `tcp_lp_pkts_acked`, then `tcp_lp_cong_avoid` (Linux calls them in that
+    /// order for every ACK).
     fn on_ack(&mut self, ack: &AckSample) {
-        self.last_ack = ack.now;
-        if let Some(r) = ack.rtt.filter(|r| r.as_nanos() > 0) {
-            self.srtt = r;
+        let now = ms(ack.now);
+        if let Some(rtt) = ack.rtt {
+            self.tsecr = ms(SimTime::from_nanos(ack.now.as_nanos().saturating_sub(rtt.as_nanos())));
         }
-        if let Some(d) = ack.rtt {
-            self.observe(d.as_secs_f64());
+        let generated = SimTime::from_nanos(ack.now.as_nanos().saturating_sub(ack.min_rtt.as_nanos() / 2));
+        let tsval = ms(generated).wrapping_add(self.ts_offset);
+        if ack.rtt.is_some_and(|r| r > SimDuration::ZERO) {
+            self.rtt_sample(tsval, self.tsecr);
         }
-        let inference = self.in_inference(ack.now);
-        if !ack.in_recovery && self.early_indication() {
-            // Second indication within inference: someone else's congestion,
-            // yield completely. Otherwise: multiplicative decrease.
-            self.w.cwnd = if inference { 1 } else { (self.w.cwnd / 2).max(1) };
-            self.w.ssthresh = self.w.cwnd.max(2);
-            self.w.cnt = 0;
-            self.last_indication = Some(ack.now);
-            self.indications += 1;
-            if let Some(s) = self.sowd {
-                self.reset_range(s);
+        let delta = now.wrapping_sub(self.tsecr);
+        if (delta as i32) > 0 {
+            self.inference = 3u32.wrapping_mul(delta);
+        }
+        self.within_inference = self.last_drop != 0 && now.wrapping_sub(self.last_drop) < self.inference;
+        let threshold = self.owd_min.wrapping_add(15u32.wrapping_mul(self.owd_max.wrapping_sub(self.owd_min)) / 100);
+        if (self.sowd >> 3) >= threshold {
+            self.owd_min = self.sowd >> 3;
+            self.owd_max = self.sowd >> 2;
+            self.owd_max_rsv = self.sowd >> 2;
+            // In recovery PRR sets cwnd after this hook, so Linux's write is lost.
+            if !ack.in_recovery {
+                self.w.cwnd = if self.within_inference { 1 } else { (self.w.cwnd >> 1).max(1) };
             }
-            return;
+            self.last_drop = now;
+            self.indications += 1;
         }
-        if !inference {
+        if !self.within_inference {
             self.w.reno_on_ack(ack);
         }
     }
@@ -247,7 +270,7 @@ impl CongestionControl for Lp {
     }
 
     fn metrics(&self) -> CcMetrics {
-        let phase = if self.in_inference(self.last_ack) {
+        let phase = if self.within_inference {
             "inference"
         } else if self.w.in_slow_start() {
             "slow_start"
@@ -265,153 +288,156 @@ mod tests {
     use crate::cc::{build, CongestionSignal};
     use netunits::Bandwidth;
 
-    fn init() -> CcInit {
-        CcInit { mss: PATH_MSS, initial_cwnd_segments: 10 }
+    fn lp(kernel: LpKernel, offset: u32) -> Lp {
+        Lp::new(LpConfig { kernel }, &CcInit { mss: PATH_MSS, initial_cwnd_segments: 10, connection_random: u64::from(offset) })
     }
 
-    fn ms(x: u64) -> SimDuration {
+    fn ms_(x: u64) -> SimDuration {
         SimDuration::from_millis(x)
     }
 
-    /// ACKs at `rtt` spaced `gap` apart; `n` of them.
-    fn acks(s: &mut Synth<Lp>, rtt: SimDuration, gap: SimDuration, n: u64) {
+    /// `n` ACKs one millisecond apart, each with RTT sample `rtt`.
+    fn acks<C: CongestionControl>(s: &mut Synth<C>, rtt: SimDuration, n: u64) {
         for _ in 0..n {
-            s.now += gap;
+            s.now += ms_(1);
             s.ack(rtt);
         }
     }
 
-    /// An LP flow that has seen delays of exactly 100 ms, in congestion avoidance
-    /// at 40 segments. Its range is the seeded [100, 200] ms.
-    fn settled() -> Synth<Lp> {
-        let mut s = Synth::new(Lp::new(LpConfig::default(), &init()));
-        s.cc.w.ssthresh = 40;
-        while s.cwnd() < 40 {
-            s.round(ms(100));
-        }
-        assert_eq!(s.cc.indications(), 0, "steady delay, no indication");
-        s
+    #[test]
+    fn the_remote_clock_estimate_is_linux_integer_arithmetic() {
+        let mut c = lp(LpKernel::Linux2622, 0);
+        c.estimate_remote_hz(100, 50); // no references yet
+        assert!(!c.valid_rhz);
+        c.estimate_remote_hz(101, 51); // m = 1000·1/1 = 1000, first estimate
+        assert_eq!(c.remote_hz, 1000);
+        c.estimate_remote_hz(103, 52); // m = 2000: 64000 + (2000 − 1000) = 65000 → 1015
+        assert_eq!(c.remote_hz, 1015);
+        c.estimate_remote_hz(103, 53); // tsval unchanged: no update, references move
+        assert_eq!(c.remote_hz, 1015);
+        // m = 1000·1/2 = 500. Each call starts again from remote_hz << 6 (the
+        // fraction is lost): 1015·64 = 64960; 64960 + (500 − 1015) = 64445 → 1006.
+        c.estimate_remote_hz(104, 55);
+        assert_eq!(c.remote_hz, 1006);
+        // Above 1000 Hz the quotient 1000 / remote_hz is 0, and the "delay" is −tsecr.
+        assert_eq!(c.owd(105, 56), 0u32.wrapping_sub(56));
+    }
+
+    /// Steady RTT 100 ms (OWD = 100 − 100/2 = 50 ms), long enough to leave the
+    /// inference period of the first indication, then the RTT jumps to 200 ms
+    /// (OWD 150 ms). Returns the cwnd just before the jump and after each of the
+    /// next two ACKs.
+    fn delay_step(c: Lp) -> (Synth<Lp>, [u64; 3]) {
+        let mut s = Synth::new(c);
+        acks(&mut s, ms_(100), 1000);
+        let before = s.cwnd();
+        acks(&mut s, ms_(200), 1);
+        let first = s.cwnd();
+        acks(&mut s, ms_(200), 1);
+        let second = s.cwnd();
+        (s, [before, first, second])
     }
 
     #[test]
-    fn first_indication_halves_when_smoothed_delay_crosses_the_threshold() {
-        let mut s = settled();
-        let w = s.cwnd();
-        // Delay jumps 100 → 200 ms: range [100, 200], threshold = 100 + 0.15·100
-        // = 115 ms. The EWMA after k samples of 200 is 200 − 100·(7/8)^k:
-        // 112.5 after one (below), 123.4 after two (above).
-        s.ack(ms(200));
-        assert_eq!(s.cc.indications(), 0);
-        let before = s.cwnd();
-        s.ack(ms(200));
-        assert_eq!(s.cc.indications(), 1);
-        assert_eq!(s.cwnd(), before / 2);
-        assert!(before >= w);
+    fn without_an_offset_a_delay_rise_halves_cwnd_then_drops_it_to_one() {
+        let (s, [before, first, second]) = delay_step(lp(LpKernel::Linux2622, 0));
+        // Indication 1 is on the first valid sample: the range is the single
+        // value 50 and `50 < 50 + 0` fails (Linux halves on its first delay
+        // sample). Reset range [50, 100]: threshold 50 + 15·50/100 = 57.
+        // The 150-ms sample: sowd = 400 + (150 − 50) = 500, 500 >> 3 = 62 ≥ 57:
+        // indication 2, more than 3·200 ms after the first: cwnd halves, and this
+        // ACK, not yet inside an inference period, still slow-starts it by one
+        // (ssthresh was never lowered).
+        assert_eq!(first, before / 2 + 1);
+        // Reset [62, 125]; the next sample: max 125 (reserve 150), sowd = 500 +
+        // 150 − 62 = 588, 588 >> 3 = 73 ≥ 62 + 15·63/100 = 71: indication 3, inside
+        // the 600-ms inference period: cwnd = 1.
+        assert_eq!(second, 1);
+        assert_eq!(s.cc.indications(), 3);
         assert_eq!(s.cc.metrics().phase, "inference");
     }
 
     #[test]
-    fn no_growth_during_inference_then_additive_growth() {
-        let mut s = settled();
-        acks(&mut s, ms(200), ms(1), 2);
-        let halved = s.cwnd();
-        // Delay back to 100 ms: the range was reset to [s, 2s] with s = 123.4,
-        // then d_min falls to 100: threshold = 100 + 0.15·146.9 ≈ 122 ms, and s
-        // only falls: no indication. No growth for the 3-RTT inference period
-        // either (srtt = 100 ms as the synthetic sender reports it now).
-        s.ack(ms(100));
-        s.ack(ms(100));
-        let t0 = s.now;
-        while s.now.saturating_since(t0) < ms(280) {
-            acks(&mut s, ms(100), ms(2), 1);
-            assert_eq!(s.cwnd(), halved, "grew during inference at {}", s.now);
-        }
-        // After the inference period, Reno congestion avoidance: +1 per window.
-        s.now += ms(100);
-        for _ in 0..halved {
-            s.ack(ms(100));
-        }
-        assert_eq!(s.cwnd(), halved + 1);
+    fn a_receiver_offset_leaves_one_indication_on_the_first_sample_and_none_after() {
+        // OWD = offset + 50 ms. The first sample indicates (as without offset) and
+        // resets the range to [s, 2s] with s ≈ the offset: the next threshold is
+        // 15 % of the offset (here 18.5 million ms) above it; the 100-ms delay rise
+        // is nothing to it. From then on LP grows like Reno.
+        let (s, [before, first, second]) = delay_step(lp(LpKernel::Modern, 123_456_789));
+        assert_eq!(s.cc.indications(), 1);
+        assert_eq!([first, second], [before + 1, before + 2]);
     }
 
     #[test]
-    fn second_indication_within_inference_drops_to_one() {
-        let mut s = settled();
-        acks(&mut s, ms(200), ms(1), 2);
-        assert_eq!(s.cc.indications(), 1);
-        let halved = s.cwnd();
-        // The range was reset to [s, 2s], s = 123.4 ms: the next threshold is
-        // 1.15·s = 141.9 ms. Still 200 ms samples: s = 200 − 76.6·(7/8)^k
-        // passes it at k = 3 — inside the 3-RTT inference period, so cwnd = 1.
-        acks(&mut s, ms(200), ms(10), 2);
-        assert_eq!(s.cwnd(), halved);
-        assert_eq!(s.cc.indications(), 1);
-        acks(&mut s, ms(200), ms(10), 1);
-        assert_eq!(s.cc.indications(), 2);
-        assert_eq!(s.cwnd(), 1);
+    fn a_receiver_offset_of_two_to_the_29_or_more_makes_lp_reno() {
+        // OWD = offset + 50 ≥ 2^29: 8 × it wraps in the u32 `sowd`, whose value
+        // then stays below 2^29 ≤ owd_min: always "within threshold".
+        for offset in [1u32 << 29, 1 << 31, u32::MAX - 1000] {
+            let mut s = Synth::new(lp(LpKernel::Modern, offset));
+            let mut r = Synth::new(crate::cc::reno::Reno::new(Default::default(), &lp_init()));
+            for rtt in [100, 200, 120, 300, 100] {
+                acks(&mut s, ms_(rtt), 400);
+                acks(&mut r, ms_(rtt), 400);
+            }
+            assert_eq!(s.cc.indications(), 0, "offset {offset}");
+            assert_eq!(s.cwnd(), r.cwnd(), "offset {offset}");
+        }
     }
 
     #[test]
-    fn an_indication_after_inference_halves_again() {
-        let mut s = settled();
-        acks(&mut s, ms(200), ms(1), 2);
-        let halved = s.cwnd();
-        // Delay falls back; wait out the inference period (3 × srtt, and the
-        // synthetic srtt will be 200 ms again at the next indication).
-        acks(&mut s, ms(100), ms(10), 70);
+    fn an_indication_leaves_ssthresh_alone_so_cwnd_slow_starts_back() {
+        let mut s = Synth::new(lp(LpKernel::Linux2622, 0));
+        acks(&mut s, ms_(100), 3);
         assert_eq!(s.cc.indications(), 1);
+        assert_eq!(s.cc.ssthresh(), Lp::new(LpConfig { kernel: LpKernel::Modern }, &CcInit { mss: PATH_MSS, initial_cwnd_segments: 10, connection_random: 0 }).ssthresh());
+        // Out of the inference period (3 × 100 ms), each ACK adds a segment.
+        acks(&mut s, ms_(100), 400);
         let w = s.cwnd();
-        assert!(w >= halved);
-        // Range now [100, 246.9]: threshold ≈ 122 ms, crossed by the 2nd sample.
-        acks(&mut s, ms(200), ms(1), 1);
-        assert_eq!(s.cc.indications(), 1);
-        acks(&mut s, ms(200), ms(1), 1);
-        assert_eq!(s.cc.indications(), 2);
-        assert!(s.cwnd() == w / 2 || s.cwnd() == w.div_ceil(2), "{} vs {w}", s.cwnd());
+        acks(&mut s, ms_(100), 5);
+        assert_eq!(s.cwnd(), w + 5);
     }
 
     #[test]
     fn loss_is_reno() {
-        let mut s = settled();
+        let mut s = Synth::new(lp(LpKernel::Modern, 1 << 30));
+        acks(&mut s, ms_(100), 50);
         let w = s.cwnd();
         s.loss(CongestionSignal::Loss);
         assert_eq!(s.cwnd(), w / 2);
     }
 
     #[test]
-    fn lp_yields_to_a_reno_flow_and_uses_the_link_alone() {
-        // TCP-LP's purpose (paper §I, §V): take only unused capacity. With a
-        // Reno flow filling a 100-packet buffer, LP's share must be small; when
-        // alone, LP must still use most of the link.
-        let rtt = ms(40);
-        let mut p = Path::new(Bandwidth::from_mbps(10), 100);
-        let reno = p.add(build("reno", &Params::new(), &init()).unwrap(), rtt, SimTime::ZERO);
-        let lp = p.add(build("lp", &Params::new(), &init()).unwrap(), rtt, SimTime::ZERO);
-        p.run_until(SimTime::from_secs(30));
-        let (r, l) = (p.goodput_bps(reno), p.goodput_bps(lp));
-        eprintln!("lp vs reno: lp {l:.0} bit/s, reno {r:.0} bit/s");
-        assert!(l < 0.1 * (r + l), "LP share {:.3} (lp {l:.0}, reno {r:.0})", l / (r + l));
-        assert!(r + l > 0.85 * 10e6, "link underused: {}", r + l);
-
-        let mut alone = Path::new(Bandwidth::from_mbps(10), 100);
-        let f = alone.add(build("lp", &Params::new(), &init()).unwrap(), rtt, SimTime::ZERO);
-        alone.run_until(SimTime::from_secs(30));
-        eprintln!("lp alone: {:.0} bit/s", alone.goodput_bps(f));
-        assert!(alone.goodput_bps(f) > 0.8 * 10e6, "LP alone {}", alone.goodput_bps(f));
+    fn against_reno_lp_yields_without_an_offset_and_is_reno_with_one() {
+        // TCP-LP's purpose (paper §I, §V) holds for the 2.6.22 arithmetic: with a
+        // Reno flow filling a 100-packet buffer, LP's share is small. With the
+        // random offset of a modern kernel it shares like a second Reno flow.
+        let rtt = ms_(40);
+        let share = |params: &str, offset: u64| {
+            let init = CcInit { mss: PATH_MSS, initial_cwnd_segments: 10, connection_random: offset };
+            let mut p = Path::new(Bandwidth::from_mbps(10), 100);
+            let reno = p.add(build("reno", &Params::new(), &lp_init()).unwrap(), rtt, SimTime::ZERO);
+            let lp = p.add(build("lp", &serde_json::from_str::<Params>(params).unwrap(), &init).unwrap(), rtt, SimTime::ZERO);
+            p.run_until(SimTime::from_secs(30));
+            let (r, l) = (p.goodput_bps(reno), p.goodput_bps(lp));
+            assert!(r + l > 0.85 * 10e6, "link underused: {}", r + l);
+            l / (r + l)
+        };
+        let old = share(r#"{"kernel": "2.6.22"}"#, 0);
+        assert!(old < 0.1, "2.6.22 LP share {old:.3}");
+        let modern = share("{}", 0x9E37_79B9);
+        assert!((0.3..0.7).contains(&modern), "6.1 LP share {modern:.3}");
     }
 
     #[test]
     fn params_are_validated() {
-        let p = |s: &str| match serde_json::from_str::<serde_json::Value>(s).unwrap() {
-            serde_json::Value::Object(m) => m,
-            _ => unreachable!(),
-        };
-        let e = Lp::build(&p(r#"{"delta": 1.5}"#), &init()).unwrap_err();
-        assert!(matches!(e, CcError::BadParam { param: "delta", .. }), "{e}");
-        let e = Lp::build(&p(r#"{"inference_rtts": 0}"#), &init()).unwrap_err();
-        assert!(matches!(e, CcError::BadParam { param: "inference_rtts", .. }));
-        let e = Lp::build(&p(r#"{"gamma": 1}"#), &init()).unwrap_err();
-        assert!(e.to_string().contains("gamma"));
+        let p = |s: &str| serde_json::from_str::<Params>(s).unwrap();
+        let e = Lp::build(&p(r#"{"kernel": "5.4"}"#), &lp_init()).unwrap_err();
+        assert!(matches!(e, CcError::BadParam { param: "kernel", .. }), "{e}");
+        let e = Lp::build(&p(r#"{"delta": 0.2}"#), &lp_init()).unwrap_err();
+        assert!(e.to_string().contains("delta"));
+    }
+
+    fn lp_init() -> CcInit {
+        CcInit { mss: PATH_MSS, initial_cwnd_segments: 10, connection_random: 0 }
     }
 }
-

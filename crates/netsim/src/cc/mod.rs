@@ -220,6 +220,11 @@ pub struct CcInit {
     pub mss: u64,
     /// Initial window in segments (RFC 6928: 10; Linux 2.6.22: 3, RFC 3390).
     pub initial_cwnd_segments: u64,
+    /// A random number of this connection's own, drawn from the run's seed: what
+    /// Linux draws per connection from a boot-time secret, such as the random
+    /// offset it adds to its TCP timestamps since 4.10 (RFC 7323 §7.1; TCP-LP
+    /// reads the peer's timestamps and so depends on it).
+    pub connection_random: u64,
 }
 
 /// Reads typed parameters from a [`Params`] object, refusing unknown keys and
@@ -361,7 +366,7 @@ pub static REGISTRY: &[CcEntry] = &[
     },
     CcEntry {
         name: "lp",
-        summary: "TCP-LP low-priority (Kuzmanovic & Knightly 2003; Linux tcp_lp.c), RTT as the one-way-delay proxy",
+        summary: "TCP-LP low-priority (Kuzmanovic & Knightly 2003) as Linux tcp_lp.c computes it from TCP timestamps",
         params: lp::LpConfig::PARAMS,
         build: lp::Lp::build,
     },

@@ -8,15 +8,24 @@
 //!   (RFC 4341 §6.1 citing the TCP dupack threshold of RFC 2581; NUMDUPACK = 3 in
 //!   Linux `ccid2.h`). ECN marks reported by the receiver count as losses for the
 //!   window (RFC 4341 §5) but not for delivery.
-//! - Window: slow start +1 packet per acknowledged packet (at most Ack Ratio per
-//!   Ack), congestion avoidance +1 packet per window; halve once per window of
-//!   losses (RFC 4341 §5). Timeout: ssthresh = cwnd/2, cwnd = 1, all outstanding
-//!   packets presumed lost, RTO backoff as TCP (RFC 4341 §5 / RFC 6298).
-//! - Ack Ratio R (RFC 4341 §6.1.2, RFC 4340 §11.3): the receiver sends one Ack per R
-//!   data packets (default 2). The sender doubles R when Acks are lost, lowers it by
-//!   one after cwnd/(R² − R) windows without Ack loss, and keeps R ≤ ⌈cwnd/2⌉ (as
-//!   Linux `ccid2_change_l_ack_ratio` does, never "2 regardless", which deadlocks at
-//!   cwnd = 1). The reverse path here is uncongested, so Acks are never lost.
+//! - Window, as Linux `ccid2_new_ack` grows it: slow start +1 packet per TWO
+//!   acknowledged packets, at most ⌈R/2⌉ per Ack; congestion avoidance +1 packet
+//!   per window; halve once per window of losses (RFC 4341 §5). Timeout:
+//!   ssthresh = cwnd/2, cwnd = 1, all outstanding packets presumed lost, RTO
+//!   backoff as TCP (RFC 4341 §5 / RFC 6298), Ack Ratio back to 1.
+//! - Ack Ratio R (RFC 4340 §11.3): the receiver sends one Ack per R data packets.
+//!   Linux (since 3.x, "about 5 times the number of packets in the network",
+//!   RFC 4340 §7.5.2) sizes R from the window: with the receiver's Sequence Window
+//!   W = 100 (the sysctl default, which the receiver never changes) it doubles R
+//!   while (cwnd / R)·5 ≥ W and halves it while (cwnd / R)·5 < W/2, so R ≈ cwnd/15:
+//!   at a 200-packet window one Ack per 16 packets, each releasing a burst of 16.
+//!   R never exceeds ⌈cwnd/2⌉, is cut to cwnd/2 after a loss that leaves it above
+//!   cwnd, and to 1 by a timeout. A change is feature negotiation (RFC 4340 §6):
+//!   it rides on the next data packets, the receiver uses it from the first
+//!   one, and the sender from the Ack that confirms it. RFC 4341's rules on Ack
+//!   loss are compiled out of Linux (`#if 0`), and Acks are never lost here.
+//!   The sender's own Sequence Window, which Linux grows in step with cwnd (×2
+//!   while cwnd·5 ≥ it), never limits the window and is not modelled.
 //! - The Ack Vector is carried compressed ([`Ack::vector`]): the greatest sequence
 //!   received plus a bitmap of the 128 sequence numbers below it. The receiver also
 //!   flushes pending Acks with the flow's delayed-ACK timeout so a tail never
@@ -34,6 +43,12 @@ use crate::rtt::RttEstimator;
 const NUMDUPACK: u64 = 3;
 /// Width of the compressed Ack Vector.
 const VECTOR_BITS: u64 = 128;
+/// The receiver's Sequence Window (Linux `net.dccp.default.seq_window`).
+const PEER_SEQ_WINDOW: u64 = 100;
+/// Linux `CCID2_WIN_CHANGE_FACTOR`.
+const WIN_CHANGE_FACTOR: u64 = 5;
+/// RFC 4340 §11.3: Ack Ratio is a 16-bit feature.
+const ACK_RATIO_MAX: u64 = 0xFFFF;
 
 const OUT: u8 = 0;
 const ACKED: u8 = 1;
@@ -56,6 +71,10 @@ pub(crate) struct DccpConfig {
     pub stop: SimTime,
     pub initial_cwnd: u64,
     pub ack_ratio: u64,
+    /// Linux 2.6.22's CCID2 (seed 001's hosts) instead of today's: slow start +1
+    /// per acknowledged packet (at most R per Ack) and RFC 4341 §6.1.2's Ack Ratio
+    /// rules (double on a lost Ack, one lower after cwnd²/(R² − R) packets sent).
+    pub linux_2622: bool,
     pub delack_timeout: SimDuration,
     pub ring_hint: usize,
 }
@@ -78,14 +97,20 @@ pub(crate) struct DccpSender {
     pipe: u64,
     pub(crate) cwnd: u64,
     pub(crate) ssthresh: u64,
-    ca_acked: u64,
     /// The three highest acknowledged sequence numbers, +1 (0 = none), descending.
     top: [u64; NUMDUPACK as usize],
     loss_scan: u64,
     recovery_high: u64,
     pub(crate) rtt: RttEstimator,
     pub(crate) rto_deadline: SimTime,
+    /// The Ack Ratio in force at the sender (Linux `dccps_l_ack_ratio`).
     pub(crate) ack_ratio: u64,
+    /// A change under negotiation: the new value and the first packet carrying it.
+    ack_ratio_change: Option<(u64, u64)>,
+    /// Packets acknowledged towards the next increase (Linux `tx_packets_acked`).
+    packets_acked: u64,
+    /// 2.6.22 only: packets sent since the Ack Ratio last changed, and whether an
+    /// Ack was lost in this window; the sequence number of the last Ack.
     arsent: u64,
     ack_loss_window: bool,
     last_ack_seq: Option<u64>,
@@ -95,7 +120,6 @@ pub(crate) struct DccpSender {
     pub(crate) congestion_events: u64,
     pub(crate) rto_count: u64,
     pub(crate) pkts_sent: u64,
-    in_slow_start_phase: bool,
 }
 
 impl DccpSender {
@@ -112,13 +136,14 @@ impl DccpSender {
             pipe: 0,
             cwnd: cfg.initial_cwnd.max(1),
             ssthresh: u64::MAX,
-            ca_acked: 0,
             top: [0; 3],
             loss_scan: 0,
             recovery_high: 0,
             rtt: RttEstimator::new(),
             rto_deadline: SimTime::MAX,
             ack_ratio: cfg.ack_ratio.max(1),
+            ack_ratio_change: None,
+            packets_acked: 0,
             arsent: 0,
             ack_loss_window: false,
             last_ack_seq: None,
@@ -128,19 +153,92 @@ impl DccpSender {
             congestion_events: 0,
             rto_count: 0,
             pkts_sent: 0,
-            in_slow_start_phase: true,
         }
-        .clamped()
+        .with_ack_ratio_in_bounds()
     }
 
-    fn clamped(mut self) -> Self {
+    /// `ccid2_hc_tx_init`: Ack Ratio at most ⌈cwnd/2⌉ from the start.
+    fn with_ack_ratio_in_bounds(mut self) -> Self {
         self.clamp_ack_ratio();
         self
     }
 
-    /// RFC 4341 §6.1.2: Ack Ratio ≤ ⌈cwnd/2⌉, ≥ 1.
+    /// Ack Ratio in [1, ⌈cwnd/2⌉] at once (2.6.22 throughout; 6.1 at the start).
     fn clamp_ack_ratio(&mut self) {
         self.ack_ratio = self.ack_ratio.min(self.cwnd.div_ceil(2)).max(1);
+    }
+
+    /// 2.6.22 (RFC 4341 §6.1.2, Linux `ccid2_hc_tx_packet_sent` before 2.6.3x):
+    /// after cwnd²/(R² − R) packets without a lost Ack, R decreases by one.
+    fn on_packet_sent_2622(&mut self) {
+        self.arsent += 1;
+        if self.ack_loss_window {
+            if self.arsent >= self.cwnd {
+                self.arsent = 0;
+                self.ack_loss_window = false;
+            }
+        } else if self.ack_ratio > 1 {
+            let r = self.ack_ratio;
+            if self.arsent >= (self.cwnd * self.cwnd) / (r * r - r) {
+                self.ack_ratio -= 1;
+                self.arsent = 0;
+            }
+        } else {
+            self.arsent = 0;
+        }
+    }
+
+    /// The Ack Ratio being negotiated, or the one in force (`dccp_feat_nn_get`).
+    fn ack_ratio_wanted(&self) -> u64 {
+        self.ack_ratio_change.map_or(self.ack_ratio, |(v, _)| v)
+    }
+
+    /// Ask for Ack Ratio `val` (Linux `ccid2_change_l_ack_ratio` then
+    /// `dccp_feat_signal_nn_change`): at most ⌈cwnd/2⌉ (RFC 4341 §6.1.2, without
+    /// "2 is always acceptable", which deadlocks at cwnd 1); nothing if that value is
+    /// already in force or under negotiation; a newer request replaces an older one.
+    fn change_ack_ratio(&mut self, val: u64) {
+        let max_ratio = self.cwnd.div_ceil(2);
+        let val = if val == 0 || val > max_ratio { max_ratio } else { val }.min(ACK_RATIO_MAX);
+        if val != self.ack_ratio_wanted() {
+            self.ack_ratio_change = Some((val, self.next_seq));
+        }
+    }
+
+    /// After a window reduction, keep R at most cwnd (`ccid2_check_l_ack_ratio`).
+    fn check_ack_ratio(&mut self) {
+        if self.ack_ratio_wanted() > self.cwnd {
+            self.change_ack_ratio((self.cwnd / 2).max(1));
+        }
+    }
+
+    /// One newly acknowledged packet (`ccid2_new_ack`): window growth, then the
+    /// Ack Ratio that keeps about five windows inside the receiver's Sequence Window.
+    fn new_ack(&mut self, maxincr: &mut u64) {
+        let r_seq_used = self.cwnd / self.ack_ratio;
+        if r_seq_used < PEER_SEQ_WINDOW {
+            if self.cwnd < self.ssthresh {
+                if *maxincr > 0 {
+                    self.packets_acked += 1;
+                    if self.packets_acked >= 2 {
+                        self.cwnd += 1;
+                        *maxincr -= 1;
+                        self.packets_acked = 0;
+                    }
+                }
+            } else {
+                self.packets_acked += 1;
+                if self.packets_acked >= self.cwnd {
+                    self.cwnd += 1;
+                    self.packets_acked = 0;
+                }
+            }
+        }
+        if r_seq_used * WIN_CHANGE_FACTOR >= PEER_SEQ_WINDOW {
+            self.change_ack_ratio(self.ack_ratio * 2);
+        } else if r_seq_used * WIN_CHANGE_FACTOR < PEER_SEQ_WINDOW / 2 {
+            self.change_ack_ratio((self.ack_ratio / 2).max(1));
+        }
     }
 
     pub(crate) fn next_wakeup(&self) -> SimTime {
@@ -181,34 +279,16 @@ impl DccpSender {
                 seq,
                 len,
                 flags: 0,
-                aux: self.ack_ratio.min(u16::MAX as u64) as u16,
+                // The Ack Ratio the receiver is to use: a change under
+                // negotiation rides on every packet until confirmed.
+                aux: self.ack_ratio_wanted() as u16,
             });
-            self.on_packet_sent();
+            if self.cfg.linux_2622 {
+                self.on_packet_sent_2622();
+            }
             if self.rto_deadline == SimTime::MAX {
                 self.rto_deadline = now + self.rtt.rto();
             }
-        }
-    }
-
-    /// RFC 4341 §6.1.2 Ack Ratio decrease (as Linux `ccid2_hc_tx_packet_sent`):
-    /// after cwnd/(R² − R) windows (cwnd²/(R² − R) packets) without a lost Ack,
-    /// R decreases by one.
-    fn on_packet_sent(&mut self) {
-        self.arsent += 1;
-        if self.ack_loss_window {
-            if self.arsent >= self.cwnd {
-                self.arsent = 0;
-                self.ack_loss_window = false;
-            }
-        } else if self.ack_ratio > 1 {
-            let r = self.ack_ratio;
-            let denom = (self.cwnd * self.cwnd) / (r * r - r);
-            if self.arsent >= denom {
-                self.ack_ratio -= 1;
-                self.arsent = 0;
-            }
-        } else {
-            self.arsent = 0;
         }
     }
 
@@ -220,10 +300,13 @@ impl DccpSender {
         self.congestion_events += 1;
         self.cwnd = (self.cwnd / 2).max(1);
         self.ssthresh = self.cwnd.max(2);
-        self.ca_acked = 0;
         self.recovery_high = self.next_seq;
-        self.in_slow_start_phase = false;
-        self.clamp_ack_ratio();
+        if self.cfg.linux_2622 {
+            self.packets_acked = 0;
+            self.clamp_ack_ratio();
+        } else {
+            self.check_ack_ratio();
+        }
     }
 
     fn note_acked(&mut self, seq: u64) {
@@ -241,19 +324,29 @@ impl DccpSender {
         if !self.started {
             return;
         }
-        // Lost Acks show as gaps in the Acks' own sequence numbers (RFC 4341 §6.1.2):
-        // double the Ack Ratio.
-        if let Some(l) = self.last_ack_seq {
-            if ack.ack_seq > l + 1 {
-                self.ack_ratio *= 2;
-                self.clamp_ack_ratio();
-                self.ack_loss_window = true;
-                self.arsent = 0;
+        if self.cfg.linux_2622 {
+            // Lost Acks show as gaps in the Acks' own sequence numbers (RFC 4341
+            // §6.1.2): double the Ack Ratio.
+            if let Some(l) = self.last_ack_seq {
+                if ack.ack_seq > l + 1 {
+                    self.ack_ratio *= 2;
+                    self.clamp_ack_ratio();
+                    self.ack_loss_window = true;
+                    self.arsent = 0;
+                }
+            }
+            self.last_ack_seq = Some(ack.ack_seq);
+        }
+        let hi = ack.cum;
+        // The Ack that follows a packet carrying an Ack Ratio change confirms it
+        // (options are processed before the CCID sees the Ack).
+        if let Some((v, first)) = self.ack_ratio_change {
+            if hi >= first && hi < self.next_seq {
+                self.ack_ratio = v;
+                self.ack_ratio_change = None;
             }
         }
-        self.last_ack_seq = Some(ack.ack_seq);
-
-        let hi = ack.cum;
+        let mut maxincr = self.ack_ratio.div_ceil(2);
         let mut newly = 0u64;
         if hi >= self.base && hi < self.next_seq {
             let lo = self.base.max(hi.saturating_sub(VECTOR_BITS));
@@ -274,6 +367,9 @@ impl DccpSender {
                         self.rtt.sample(r);
                     }
                     self.note_acked(seq);
+                    if !self.cfg.linux_2622 {
+                        self.new_ack(&mut maxincr);
+                    }
                 } else if d.state == LOST {
                     self.note_acked(seq);
                 }
@@ -308,22 +404,22 @@ impl DccpSender {
                 reduced = true;
             }
         }
-
-        // Window growth (RFC 4341 §5).
-        if newly > 0 && !reduced {
+        if self.cfg.linux_2622 && newly > 0 && !reduced {
+            // RFC 4341 §5 growth after loss detection: slow start +1 per packet,
+            // at most R per Ack; congestion avoidance +1 per window.
             if self.cwnd < self.ssthresh {
                 self.cwnd += newly.min(self.ack_ratio.max(1));
-                if self.cwnd >= self.ssthresh {
-                    self.in_slow_start_phase = false;
-                }
             } else {
-                self.ca_acked += newly;
-                while self.ca_acked >= self.cwnd {
-                    self.ca_acked -= self.cwnd;
+                self.packets_acked += newly;
+                while self.packets_acked >= self.cwnd {
+                    self.packets_acked -= self.cwnd;
                     self.cwnd += 1;
                 }
             }
         }
+
+        if self.cwnd >= self.ssthresh {
+            }
 
         while let Some(d) = self.ring.front() {
             if d.state == OUT {
@@ -357,7 +453,7 @@ impl DccpSender {
                 self.rto_count += 1;
                 self.ssthresh = (self.cwnd / 2).max(2);
                 self.cwnd = 1;
-                self.ca_acked = 0;
+                self.packets_acked = 0;
                 for d in self.ring.iter_mut() {
                     if d.state == OUT {
                         d.state = LOST;
@@ -367,7 +463,11 @@ impl DccpSender {
                 self.pipe = 0;
                 self.loss_scan = self.next_seq;
                 self.recovery_high = self.next_seq;
-                self.clamp_ack_ratio();
+                if self.cfg.linux_2622 {
+                    self.clamp_ack_ratio();
+                } else {
+                    self.change_ack_ratio(1);
+                }
                 self.rtt.back_off();
                 self.rto_deadline = now + self.rtt.rto();
             }
@@ -525,6 +625,7 @@ mod tests {
             stop: SimTime::MAX,
             initial_cwnd: 4,
             ack_ratio: 2,
+            linux_2622: false,
             delack_timeout: SimDuration::from_millis(40),
             ring_hint: 16,
         }
@@ -553,10 +654,15 @@ mod tests {
         for a in &acks {
             s.on_ack(SimTime::from_millis(100), a, &mut out2);
         }
-        // 4 packets acked, +min(2, R=2) per Ack -> cwnd 8, all 8 in flight
-        assert_eq!(s.cwnd, 8);
-        assert_eq!(out2.len(), 8);
+        // Linux slow start: +1 per two acknowledged packets, at most ⌈R/2⌉ = 1
+        // per Ack: 4 + 2 = 6, all 6 in flight.
+        assert_eq!(s.cwnd, 6);
+        assert_eq!(out2.len(), 6);
         assert_eq!(s.rtt.srtt(), SimDuration::from_millis(100));
+        // cwnd/R = 4/2 = 2, and 2·5 < 100/2: the sender asks for R = 1, and the
+        // new packets carry the request; the old R stays in force until confirmed.
+        assert!(out2.iter().all(|p| p.aux == 1));
+        assert_eq!(s.ack_ratio, 2);
     }
 
     #[test]
@@ -591,6 +697,56 @@ mod tests {
         assert_eq!(s.cwnd, 1);
         assert_eq!(s.ssthresh, 2);
         assert_eq!(o.len(), 1);
-        assert_eq!(s.ack_ratio, 1);
+        assert_eq!(s.ack_ratio_wanted(), 1, "a timeout asks for Ack Ratio 1");
+        assert_eq!(o[0].aux, 1);
+    }
+
+    /// Lossless rounds 100 ms apart: every packet arrives, the receiver Acks per
+    /// its Ack Ratio (a leftover is flushed by its timer), the sender answers.
+    fn rounds(s: &mut DccpSender, rcv: &mut DccpReceiver, mut out: Vec<Pkt>, n: usize, t: &mut SimTime) -> (Vec<Pkt>, usize) {
+        let mut acks_last = 0;
+        for _ in 0..n {
+            *t += SimDuration::from_millis(50);
+            let mut acks: Vec<Ack> = out.iter().filter_map(|p| rcv.on_data(*t, p)).collect();
+            acks.extend(rcv.on_timer(*t + SimDuration::from_secs(1)));
+            *t += SimDuration::from_millis(50);
+            acks_last = acks.len();
+            let mut next = Vec::new();
+            for a in &acks {
+                s.on_ack(*t, a, &mut next);
+            }
+            out = next;
+        }
+        (out, acks_last)
+    }
+
+    #[test]
+    fn the_ack_ratio_follows_the_window_as_linux_sizes_it() {
+        // Linux keeps cwnd/R in [10, 20): five windows' worth of Acks inside the
+        // receiver's 100-packet Sequence Window (RFC 4340 §7.5.2). At a window of
+        // 200 to 319 packets that is R = 16, and 12 to 19 Acks per round.
+        let (mut s, out) = started();
+        s.ssthresh = 260;
+        let mut rcv = DccpReceiver::new(SimDuration::from_millis(40));
+        let mut t = SimTime::ZERO;
+        let mut out = out;
+        while s.cwnd < 200 {
+            out = rounds(&mut s, &mut rcv, out, 1, &mut t).0;
+        }
+        let (_, acks) = rounds(&mut s, &mut rcv, out, 3, &mut t);
+        assert!((200..320).contains(&s.cwnd), "cwnd {}", s.cwnd);
+        assert_eq!(s.ack_ratio, 16);
+        assert!((12..=20).contains(&acks), "{acks} Acks for a window of {}", s.cwnd);
+    }
+
+    #[test]
+    fn a_loss_cuts_an_ack_ratio_above_the_new_window() {
+        let (mut s, _) = started();
+        s.cwnd = 20;
+        s.ack_ratio = 16;
+        s.congestion(0);
+        assert_eq!(s.cwnd, 10);
+        // R = 16 > cwnd = 10: ask for cwnd/2 = 5 (`ccid2_check_l_ack_ratio`).
+        assert_eq!(s.ack_ratio_wanted(), 5);
     }
 }

@@ -379,8 +379,12 @@ impl Sim {
             let delack = SimDuration::from_nanos(f.delack_timeout_ns);
             let ep = if f.cca == CCID2 {
                 let mut r = ParamReader::new(CCID2, &f.params);
-                let ack_ratio = r
-                    .u64("ack_ratio", 2, 1, 1 << 15, "an integer Ack Ratio from 1 to 32768 (RFC 4341 §6.1.2; default 2)")
+                let read = |r: &mut ParamReader| -> Result<(u64, &'static str), cc::CcError> {
+                    let ack_ratio = r.u64("ack_ratio", 2, 1, 1 << 15, "an integer Ack Ratio from 1 to 32768 (RFC 4341 §6.1.2; default 2)")?;
+                    let kernel = r.choice("kernel", "6.1", &["6.1", "2.6.22"], "\"6.1\" (Ack Ratio sized from the window) or \"2.6.22\" (RFC 4341's Ack-loss rules)")?;
+                    Ok((ack_ratio, kernel))
+                };
+                let (ack_ratio, kernel) = read(&mut r)
                     .and_then(|v| r.finish().map(|_| v))
                     .map_err(|e| SimError::Cc { field: format!("flows[{i}].params"), source: e })?;
                 Endpoint::Dccp(DccpFlow::new(DccpConfig {
@@ -392,6 +396,7 @@ impl Sim {
                     stop: SimTime::from_nanos(stop),
                     initial_cwnd: f.initial_cwnd,
                     ack_ratio,
+                    linux_2622: kernel == "2.6.22",
                     delack_timeout: if f.delayed_ack { delack } else { SimDuration::from_millis(40) },
                     ring_hint,
                 }))

@@ -23,7 +23,8 @@ Progress = Callable[[float], bool | None]
 
 #: CCID2 is a DCCP endpoint, not a TCP congestion controller, so it is not in the
 #: engine's controller table; the engine accepts it by this name.
-CCID2 = ("ccid2", "DCCP with CCID 2, TCP-like AIMD in packets, no retransmission (RFC 4340/4341)", "(none)")
+CCID2 = ("ccid2", "DCCP with CCID 2, TCP-like AIMD in packets, no retransmission (RFC 4340/4341), as Linux runs it",
+         'kernel = "6.1" (Ack Ratio sized from the window) or "2.6.22" (RFC 4341 Ack-loss rules, slow start per packet); ack_ratio = 2 (initial)')
 
 
 def cca_table() -> list[tuple[str, str, str]]:

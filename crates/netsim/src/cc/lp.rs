@@ -72,6 +72,7 @@ pub enum LpKernel {
 /// TCP-LP parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LpConfig {
+    /// Whose timestamps: with or without the receiver's random offset.
     pub kernel: LpKernel,
 }
 

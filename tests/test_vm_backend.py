@@ -321,7 +321,7 @@ def test_a_flows_data_start_is_its_first_data_ack_less_one_rtt():
     assert list(acks["t"].round(6)) == [0.58, 0.64, 0.6403]
     assert list(acks["acked_bytes"]) == [0, 37, 37 + 1448]
     assert list(acks["outstanding_bytes"]) == [37, 2 * 1448, 2 * 1448]
-    assert acks["ssthresh_segments"].isna().all() and list(acks["cwnd_segments"]) == [10, 10, 11]
+    assert acks["current_ssthresh_segments"].isna().all() and list(acks["cwnd_segments"]) == [10, 10, 11]
 
 
 def test_the_per_ack_trace_agrees_with_iperf3s_own_tcp_info(tmp_path, vm_ready):

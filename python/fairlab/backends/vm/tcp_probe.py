@@ -3,9 +3,13 @@
 Linux fires `tcp_probe` for every segment an established socket receives; the
 guest keeps the senders' side (segments from a traffic server's port, i.e. the
 ACKs) on CLOCK_MONOTONIC, the clock of the run's t0 (guest/lib.sh,
-`fl_trace_start`). Each event gives the socket's state after the ACK: `snd_cwnd`
-and `ssthresh` in segments, `srtt` in µs (Linux's `srtt_us >> 3`), the peer's
-window, `snd_una` and `snd_nxt`. That is the trace issue 12 asks the simulator's
+`fl_trace_start`). Each event gives the socket's state as the ACK arrives, before
+Linux processes it (the tracepoint sits at the top of `tcp_rcv_established`):
+`snd_cwnd` in segments; `ssthresh` as the tracepoint computes it, which is
+`tcp_current_ssthresh()` — the real ssthresh in CWR and Recovery, but
+max(ssthresh, ¾·cwnd) otherwise, so in congestion avoidance it follows ¾ of
+the window and does not show the last reduction; `srtt` in µs (Linux's
+`srtt_us >> 3`), the peer's window, `snd_una` and `snd_nxt`. That is the trace issue 12 asks the simulator's
 controllers to be held against, hook by hook (docs/vm.md, "Per-ACK trace").
 """
 
@@ -21,7 +25,7 @@ import pandas as pd
 INFINITE_SSTHRESH = 0x7FFFFFFF
 _LINE = re.compile(r"\s(\d+\.\d+): tcp_probe: (.*)$")
 _FIELDS = ("src", "dest", "data_len", "snd_nxt", "snd_una", "snd_cwnd", "ssthresh", "snd_wnd", "srtt")
-COLUMNS = ["t", "flow", "cwnd_segments", "ssthresh_segments", "srtt_s", "snd_wnd_bytes", "acked_bytes",
+COLUMNS = ["t", "flow", "cwnd_segments", "current_ssthresh_segments", "srtt_s", "snd_wnd_bytes", "acked_bytes",
            "outstanding_bytes"]
 
 
@@ -84,7 +88,7 @@ def parse(text: str, *, t0_ns: int, first_port: int, n_flows: int) -> pd.DataFra
             "t": g["t"].to_numpy(float) - t0_ns / 1e9,
             "flow": np.full(len(g), int(flow), dtype=np.int64),
             "cwnd_segments": g["snd_cwnd"].to_numpy(np.int64),
-            "ssthresh_segments": np.where(ss >= INFINITE_SSTHRESH, np.nan, ss),
+            "current_ssthresh_segments": np.where(ss >= INFINITE_SSTHRESH, np.nan, ss),
             "srtt_s": g["srtt"].to_numpy(float) / 1e6,
             "snd_wnd_bytes": g["snd_wnd"].to_numpy(np.int64),
             "acked_bytes": np.cumsum(step),

@@ -33,7 +33,7 @@ use netunits::{Bandwidth, SimDuration, SimTime};
 
 use crate::cc::{AckSample, CongestionControl, CongestionEvent, CongestionSignal, RateSample};
 use super::pending::PendingBits;
-use crate::packet::{Pkt, TcpAck as Ack, HEADER_BYTES, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES};
+use crate::packet::{Pkt, TcpAck as Ack, HEADER_BYTES, NO_WINDOW_LIMIT, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES};
 use crate::rtt::RttEstimator;
 
 /// RFC 6675 §2 / RFC 5681 §3.2: DupThresh (Linux `tcp_reordering`, 3).
@@ -241,6 +241,9 @@ pub(crate) struct TcpSender {
     pub(crate) finished_at: Option<SimTime>,
     snd_una: u64,
     snd_nxt: u64,
+    /// Right edge of the peer's advertised window (Linux `tcp_wnd_end`), from
+    /// the last ACK; `cfg.rwnd_segs` until the first.
+    snd_wnd_end: u64,
     segs: VecDeque<Seg>,
     /// Per segment: lost and waiting for its retransmission (`pending.rs`),
     /// kept in step with `segs`' flags; `lost_pending` counts the set bits.
@@ -319,6 +322,7 @@ impl TcpSender {
             finished_at: None,
             snd_una: 0,
             snd_nxt: 0,
+            snd_wnd_end: cfg.rwnd_segs,
             segs: VecDeque::with_capacity(ring_hint),
             pending: PendingBits::default(),
             tsorted: VecDeque::new(),
@@ -368,6 +372,16 @@ impl TcpSender {
             self.cfg.last_seg_len
         } else {
             self.cfg.mss
+        }
+    }
+
+    /// The right edge of the window `ack` advertises.
+    #[inline]
+    fn window_end(&self, ack: &Ack) -> u64 {
+        if ack.wnd == NO_WINDOW_LIMIT {
+            u64::MAX
+        } else {
+            ack.cum + ack.wnd as u64
         }
     }
 
@@ -594,7 +608,7 @@ impl TcpSender {
 
     #[inline]
     fn can_send_new(&self, now: SimTime) -> bool {
-        self.has_application_data(now) && self.snd_nxt - self.snd_una < self.cfg.rwnd_segs
+        self.has_application_data(now) && self.snd_nxt < self.snd_wnd_end
     }
 
     /// The application still has unsent data for us (a bulk flow until its stop
@@ -847,6 +861,7 @@ impl TcpSender {
     pub(crate) fn on_ack(&mut self, now: SimTime, ack: &Ack, out: &mut Vec<Pkt>) {
         if !self.started {
             if let (true, Some(syn)) = (ack.syn, self.syn) {
+                self.snd_wnd_end = self.window_end(ack);
                 // Established: the SYN's round trip is the first RTT sample (as
                 // Linux, with timestamps, even after a SYN retransmission).
                 self.rtt.sample(now.saturating_since(syn.sent));
@@ -860,6 +875,9 @@ impl TcpSender {
         if ack.syn {
             return; // a SYN-ACK for a retransmitted SYN
         }
+        // The peer's window (RFC 9293 §3.8.6); ACKs arrive in order here and the
+        // receiver never moves the edge left.
+        self.snd_wnd_end = self.window_end(ack);
         let prior_in_flight = self.pipe_bytes();
         let prior_sacked = self.sacked_segs();
         let prior_marked_lost = self.marked_lost;
@@ -1739,6 +1757,32 @@ mod tests {
         assert_eq!(s.state, CaState::Open);
         assert_eq!(sent(&mut out), vec!["31".to_string()]);
         assert_eq!(s.cwnd(), 10 * MSS as u64);
+    }
+
+    #[test]
+    fn new_data_stops_at_the_advertised_window_edge() {
+        // cwnd 20, segments 0..20 out. The ACK of 0..2 advertises 5 segments
+        // (edge 7, below snd_nxt): cwnd would allow 2 more (pipe 18), the window
+        // none. The ACK of 2..4 moves the edge to 4 + 21 = 25: pipe 16, cwnd lets
+        // out 4. The ACK of 4..6 keeps the edge at 6 + 19 = 25: cwnd would allow
+        // 2 (pipe 18), the window 1.
+        let mut s = sender(20, true, false);
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        assert_eq!(out.len(), 20);
+        out.clear();
+        let mut a = ack(2, &[]);
+        a.wnd = 5;
+        s.on_ack(SimTime::from_millis(100), &a, &mut out);
+        assert!(out.is_empty(), "the edge 7 is below snd_nxt 20");
+        let mut a = ack(4, &[]);
+        a.wnd = 21;
+        s.on_ack(SimTime::from_millis(101), &a, &mut out);
+        assert_eq!(sent(&mut out), ["20", "21", "22", "23"]);
+        let mut a = ack(6, &[]);
+        a.wnd = 19;
+        s.on_ack(SimTime::from_millis(102), &a, &mut out);
+        assert_eq!(sent(&mut out), ["24"], "edge 25 stops the second segment cwnd allows");
     }
 
     #[test]

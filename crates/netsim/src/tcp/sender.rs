@@ -900,6 +900,9 @@ impl TcpSender {
 
         let mut acked_segs = 0u64;
         let mut rtt_from: Option<SimTime> = None;
+        // An ever-retransmitted segment among those cumulatively ACKed makes the
+        // ACK ambiguous (Linux FLAG_RETRANS_DATA_ACKED): no sample from them.
+        let mut retrans_acked = false;
         if cum > self.snd_una {
             for idx in self.snd_una..cum {
                 let seg = self.segs.pop_front().expect("scoreboard holds every unacked segment");
@@ -921,8 +924,13 @@ impl TcpSender {
                     }
                 }
                 // Karn (RFC 6298 §3): only never-retransmitted segments give samples;
-                // use the newest one acked (least inflated by delayed ACKs).
-                if f & EVER_RETRANS == 0 {
+                // use the newest one acked (least inflated by delayed ACKs). As
+                // Linux's `tcp_clean_rtx_queue`, not one SACKed earlier: its
+                // delivery was timed by the SACK, and now − sent would add the
+                // time the hole below it took to repair.
+                if f & EVER_RETRANS != 0 {
+                    retrans_acked = true;
+                } else if f & SACKED == 0 {
                     rtt_from = Some(seg.sent);
                 }
             }
@@ -946,6 +954,9 @@ impl TcpSender {
         }
 
         // RTT (RFC 6298 §2, Karn's rule; SACKed segments as Linux's sack_rtt).
+        if retrans_acked {
+            rtt_from = None;
+        }
         let sample_from = rtt_from.or(sack_rtt);
         let rtt_sample = sample_from.map(|t| now.saturating_since(t));
         if let Some(r) = rtt_sample {
@@ -1757,6 +1768,34 @@ mod tests {
         assert_eq!(s.state, CaState::Open);
         assert_eq!(sent(&mut out), vec!["31".to_string()]);
         assert_eq!(s.cwnd(), 10 * MSS as u64);
+    }
+
+    #[test]
+    fn no_rtt_sample_from_segments_sacked_earlier_or_from_a_repaired_hole() {
+        // cwnd 20, 0..20 sent at 0; segment 0 is lost. The SACKs of 1..20 arrive
+        // at 100 + j ms, each an RTT sample of its own (Linux sack_rtt). The
+        // cumulative ACK of the retransmitted 0 at 400 ms covers the repaired
+        // hole and the 19 segments SACKed long before: Linux's
+        // tcp_clean_rtx_queue takes no sample from it (a retransmission is
+        // among them, and SACKed segments were timed by their SACK), where
+        // now − sent of segment 19 would be a 400-ms sample.
+        let mut s = sender(20, true, false);
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        out.clear();
+        for j in 1..20u64 {
+            s.on_ack(SimTime::from_millis(100 + j), &ack(0, &[(1, j + 1)]), &mut out);
+        }
+        assert!(sent(&mut out).contains(&"R0".to_string()));
+        let srtt = s.rtt.srtt();
+        assert!(srtt < SimDuration::from_millis(120), "{srtt:?}");
+        s.on_ack(SimTime::from_millis(400), &ack(20, &[]), &mut out);
+        assert_eq!(s.rtt.srtt(), srtt);
+        // The ACK of never-SACKed, never-retransmitted data is a sample: 20 and 21
+        // went out after 100 ms, as the SACKs freed room; ACKed at 521 ms they
+        // give a sample above 400 ms, which raises SRTT.
+        s.on_ack(SimTime::from_millis(521), &ack(22, &[]), &mut out);
+        assert!(s.rtt.srtt() > srtt);
     }
 
     #[test]

@@ -108,6 +108,9 @@ pub(crate) struct TcpReceiver {
     wnd_end: u64,
     /// Segments held in `ooo`.
     ooo_segs: u64,
+    /// The window's growth limit, segments (Linux `rcv_ssthresh`): 64 KB at
+    /// first, two segments more per segment received, up to `wnd_max`.
+    rcv_ssthresh: u64,
     /// The ranges most recently grown, newest first (RFC 2018 §4: the first SACK
     /// block reports the newest arrival, the others the most recently reported
     /// blocks). Kept like Linux's `selective_acks` cache so building an ACK never
@@ -146,6 +149,7 @@ impl TcpReceiver {
             wnd_max: rwnd.map(|r| (r / mss).max(1)),
             wnd_end: 0,
             ooo_segs: 0,
+            rcv_ssthresh: rwnd.map_or(u64::MAX, |r| (r / mss).max(1).min(LINUX_INITIAL_RWND / mss)),
             mss,
             total_segs,
             last_seg_len,
@@ -264,6 +268,7 @@ impl TcpReceiver {
             let newly = self.bytes_of(s, self.rcv_nxt);
             self.app_bytes += newly;
             self.data_recv_timing(now);
+            self.grow_window();
             if filled_gap || !self.ooo.is_empty() {
                 // RFC 5681 §4.2: ACK at once when a segment fills (part of) a gap.
                 return Some(self.make_ack(Some(s)));
@@ -288,6 +293,10 @@ impl TcpReceiver {
             self.insert_ooo(s);
             if !dup {
                 self.ooo_segs += 1;
+            }
+            if self.sack {
+                // Linux `tcp_data_queue_ofo` grows the window for SACK flows too.
+                self.grow_window();
             }
             // RFC 5681 §4.2: an out-of-order segment is ACKed immediately (dupack).
             let mut ack = self.make_ack(Some(s));
@@ -359,17 +368,32 @@ impl TcpReceiver {
         self.nrecent = n as u8;
     }
 
+    /// Linux `tcp_grow_window`: while the window is below its limit, each
+    /// full-sized segment raises `rcv_ssthresh` by two segments (a 1448-byte
+    /// segment's skb fits in the buffer space it is advertised with, so `incr =
+    /// 2·advmss`) and asks for an immediate ACK (`icsk_ack.quick |= 1`): a
+    /// receiver ACKs every segment while its window grows, and the window grows
+    /// threefold per round trip from its first 64 KB.
+    fn grow_window(&mut self) {
+        if let Some(max) = self.wnd_max {
+            if self.rcv_ssthresh < max {
+                self.rcv_ssthresh = (self.rcv_ssthresh + 2).min(max);
+                self.quick |= 1;
+            }
+        }
+    }
+
     /// The window to advertise now, in segments from `rcv_nxt` (see the module
     /// notes; Linux `tcp_select_window`).
     fn window(&mut self) -> u32 {
         let Some(max) = self.wnd_max else { return NO_WINDOW_LIMIT };
-        let free = max.saturating_sub(self.ooo_segs.div_ceil(2));
+        let free = max.saturating_sub(self.ooo_segs.div_ceil(2)).min(self.rcv_ssthresh);
         self.wnd_end = self.wnd_end.max(self.rcv_nxt + free);
         (self.wnd_end - self.rcv_nxt).min(NO_WINDOW_LIMIT as u64 - 1) as u32
     }
 
-    /// The SYN-ACK answering a SYN: the first window (Linux advertises its
-    /// initial window there; here the flow's whole `rwnd`).
+    /// The SYN-ACK answering a SYN: the first window (Linux's 64 KB, or the
+    /// flow's `rwnd` if smaller).
     pub fn syn_ack(&mut self) -> Ack {
         Ack { syn: true, wnd: self.window(), ..Ack::default() }
     }
@@ -459,6 +483,28 @@ mod tests {
         // Without an rwnd there is no limit.
         let mut free = rx(false);
         assert_eq!(free.on_data(t, &seg(0)).unwrap().wnd, NO_WINDOW_LIMIT);
+    }
+
+    #[test]
+    fn the_window_grows_two_segments_per_segment_and_each_is_acked_at_once() {
+        // rwnd 100 segments of 1000 B; Linux starts at 64 KB: ⌊65535/1000⌋ = 65.
+        // Each in-order segment adds 2 up to 100 and is ACKed at once: after
+        // segment k the window is min(65 + 2(k + 1), 100) from k + 1. The first
+        // segment's quick-ACK budget is 16; `quick |= 1` makes it 17 on every
+        // growing segment and its ACK takes it back to 16, so when segment 17 has
+        // brought the window to 100, 16 quick ACKs remain (segments 18..33); then
+        // every second segment.
+        let mut r = TcpReceiver::new(1000, u64::MAX, 1000, true, false, true, SimDuration::from_millis(40), SimDuration::from_millis(100), Some(100_000));
+        assert_eq!(r.syn_ack().wnd, 65);
+        let t = SimTime::from_millis(1);
+        for k in 0..18u64 {
+            let a = r.on_data(t, &seg(k)).expect("ACKed at once while the window grows");
+            assert_eq!((a.cum, a.wnd as u64), (k + 1, (65 + 2 * (k + 1)).min(100)));
+        }
+        assert_eq!(feed(&mut r, 18, 34, t), 16);
+        assert!(r.on_data(t, &seg(34)).is_none());
+        let a = r.on_data(t, &seg(35)).unwrap();
+        assert_eq!((a.cum, a.wnd), (36, 100));
     }
 
     #[test]

@@ -301,6 +301,10 @@ pub(crate) struct TcpSender {
     pace_next: SimTime,
     pub(crate) pace_wake: SimTime,
     cwnd_limited: bool,
+    /// Most segments outstanding in the current window (Linux `max_packets_out`,
+    /// restarted when `snd_una` passes `cwnd_usage_seq`).
+    max_packets_out: u64,
+    cwnd_usage_seq: u64,
     // tcp_rate.c connection state
     delivered: u64,
     delivered_time: SimTime,
@@ -354,6 +358,8 @@ impl TcpSender {
             pace_next: SimTime::ZERO,
             pace_wake: SimTime::MAX,
             cwnd_limited: true,
+            max_packets_out: 0,
+            cwnd_usage_seq: 0,
             delivered: 0,
             delivered_time: SimTime::ZERO,
             first_tx_time: SimTime::ZERO,
@@ -549,6 +555,12 @@ impl TcpSender {
         let cwnd_segs = self.cwnd_segs();
         let nxt_before = self.snd_nxt;
         self.send_loop(now, cwnd_segs, out);
+        // Linux `tcp_cwnd_validate`: the most outstanding in this window.
+        let packets_out = self.snd_nxt - self.snd_una;
+        if self.snd_una >= self.cwnd_usage_seq || packets_out > self.max_packets_out {
+            self.max_packets_out = packets_out;
+            self.cwnd_usage_seq = self.snd_nxt;
+        }
         if self.snd_nxt > nxt_before {
             // RFC 8985 §7.2: (re)arm the PTO after sending new data.
             self.schedule_loss_probe(now, false);
@@ -1083,7 +1095,15 @@ impl TcpSender {
                 min_rtt: self.rtt.min_rtt(),
                 prior_in_flight,
                 in_flight: self.pipe_bytes(),
-                app_limited: !self.cwnd_limited,
+                // Linux `tcp_is_cwnd_limited`: in slow start the window may grow
+                // while it is below twice the most outstanding in this window (a
+                // flow held by the receive window keeps growing cwnd); in
+                // congestion avoidance only when cwnd limited the sending.
+                app_limited: if self.cc.cwnd() < self.cc.ssthresh() {
+                    self.cwnd_segs() >= 2 * self.max_packets_out
+                } else {
+                    !self.cwnd_limited
+                },
                 // Loss-based controllers grow only on ACKs that advance the
                 // cumulative ACK point outside recovery (Linux tcp_may_raise_cwnd:
                 // FLAG_DATA_ACKED). After an RTO (Loss state) an ACK that only SACKs
@@ -1796,6 +1816,71 @@ mod tests {
         // give a sample above 400 ms, which raises SRTT.
         s.on_ack(SimTime::from_millis(521), &ack(22, &[]), &mut out);
         assert!(s.rtt.srtt() > srtt);
+    }
+
+    /// A fixed window that records whether each ACK let it grow.
+    #[derive(Debug)]
+    struct Recorder {
+        cwnd: u64,
+        ssthresh: u64,
+        may_grow: std::rc::Rc<std::cell::RefCell<Vec<bool>>>,
+    }
+
+    impl CongestionControl for Recorder {
+        fn name(&self) -> &'static str {
+            "recorder"
+        }
+        fn cwnd(&self) -> u64 {
+            self.cwnd * MSS as u64
+        }
+        fn ssthresh(&self) -> u64 {
+            self.ssthresh.saturating_mul(MSS as u64)
+        }
+        fn on_ack(&mut self, ack: &AckSample) {
+            self.may_grow.borrow_mut().push(!ack.app_limited);
+        }
+        fn on_congestion_event(&mut self, _ev: &CongestionEvent) {}
+        fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {}
+    }
+
+    #[test]
+    fn a_window_held_by_the_receiver_still_grows_in_slow_start_up_to_twice_the_flight() {
+        // Linux tcp_is_cwnd_limited: in slow start cwnd may grow while it is
+        // below twice the most segments outstanding in the window
+        // (max_packets_out); in congestion avoidance only if cwnd limited the
+        // sending. The peer's window holds 10 segments out in every case.
+        let run = |cwnd: u64, ssthresh: u64| {
+            let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+            let cfg = SenderConfig {
+                flow: 0,
+                mss: MSS,
+                ecn: false,
+                sack: true,
+                total_segs: u64::MAX,
+                last_seg_len: MSS,
+                start: SimTime::ZERO,
+                stop: SimTime::MAX,
+                rwnd_segs: 10,
+                rack: true,
+                tlp: true,
+                frto: true,
+                handshake: false,
+            };
+            let mut s = TcpSender::new(cfg, Box::new(Recorder { cwnd, ssthresh, may_grow: log.clone() }), 16);
+            let mut out = Vec::new();
+            s.on_timer(SimTime::ZERO, &mut out);
+            assert_eq!(out.len(), 10, "the receive window binds");
+            let mut a = ack(1, &[]);
+            a.wnd = 10;
+            s.on_ack(SimTime::from_millis(100), &a, &mut out);
+            let v = log.borrow().clone();
+            v
+        };
+        // Slow start (cwnd below ssthresh): 15 < 2·10 grows, 20 = 2·10 does not.
+        assert_eq!(run(15, u64::MAX), [true]);
+        assert_eq!(run(20, u64::MAX), [false]);
+        // Congestion avoidance: held by the window, not by cwnd: no growth.
+        assert_eq!(run(15, 5), [false]);
     }
 
     #[test]

@@ -20,12 +20,7 @@ from fairlab.validation import grid
 
 #: Cells of the committed kernel data on which the simulator agreed (±5 points of
 #: share, ±0.03 of J of means) when the data was last refreshed (docs/validation/vm.md).
-# 2026-11-25: 10 of the 16 shipped cells; then 9 after the fixes found in the kernel's
-# per-ACK traces (receive-window edge, CUBIC's rounding near W_max, RTT samples after a
-# recovery): significant differences fell from 3 to 2, but two format-1 cells and one
-# at the tolerance's edge left (docs/validation/vm.md, "The agreement count after the
-# kernel traces").
-MIN_AGREEING = 9
+MIN_AGREEING = 10  # 2026-11-25: 10 of the 16 shipped cells (docs/validation/vm.md)
 
 
 def _sim_rows(vm: pd.DataFrame) -> pd.DataFrame:

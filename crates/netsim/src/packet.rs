@@ -92,11 +92,17 @@ pub(crate) struct TcpAck {
     pub ece: bool,
     /// This is the SYN-ACK answering the sender's SYN.
     pub syn: bool,
+    /// Advertised receive window in segments from `cum` (the TCP header's window
+    /// field, RFC 9293 §3.8.6), `NO_WINDOW_LIMIT` when the receiver sets none.
+    pub wnd: u32,
 }
+
+/// "No receive-window limit" in [`TcpAck::wnd`].
+pub(crate) const NO_WINDOW_LIMIT: u32 = u32::MAX;
 
 impl Default for TcpAck {
     fn default() -> Self {
-        TcpAck { cum: 0, blocks: [(0, 0); MAX_SACK_BLOCKS], dsack: NO_DSACK, nblocks: 0, ece: false, syn: false }
+        TcpAck { cum: 0, blocks: [(0, 0); MAX_SACK_BLOCKS], dsack: NO_DSACK, nblocks: 0, ece: false, syn: false, wnd: NO_WINDOW_LIMIT }
     }
 }
 

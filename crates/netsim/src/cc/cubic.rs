@@ -35,7 +35,8 @@
 //!   max_increment·minRTT/100 ms segments per RTT.
 //!
 //! Deviations from Linux, on purpose: the cubic target is computed in f64 from
-//! the formulas above instead of Linux's fixed-point `cubic_root` (≈0.2 % error),
+//! the formulas above instead of Linux's fixed-point `cubic_root` (≈0.2 % error;
+//! the distance C·|t − K|³ is truncated to whole segments as Linux's `delta` is),
 //! `cnt` is recomputed on every ACK (Linux at most once per jiffy), times are in
 //! nanoseconds instead of jiffies/µs, and a spurious-loss undo restores the whole
 //! pre-loss CUBIC state (quinn's `pre_congestion_state`), not just the window.
@@ -255,11 +256,6 @@ impl Cubic {
         self.s.last_max_cwnd
     }
 
-    /// RFC 9438 Eq. 1 at `t` seconds into the current epoch, in segments.
-    fn w_cubic(&self, t: f64) -> f64 {
-        self.cfg.c * (t - self.s.k).powi(3) + self.s.origin_point as f64
-    }
-
     /// Linux `bictcp_reset` (RTO) plus `bictcp_hystart_reset`.
     fn reset(&mut self) {
         let s = &mut self.s;
@@ -322,7 +318,13 @@ impl Cubic {
         let epoch = self.s.epoch_start.unwrap_or(now);
         // Target the window one minRTT ahead (Linux adds delay_min to t).
         let t = (now - epoch).as_secs_f64() + delay_min.as_secs_f64();
-        let target = self.w_cubic(t).max(0.0).floor() as u64;
+        // Linux: delta = C·|t − K|³ truncated, target = origin ∓ delta. Below
+        // the origin the truncation rounds *towards* W_max, so the target is
+        // W_max itself once C·(K − t)³ < 1 (1.36 s before K at C = 0.4), and a
+        // flow can meet its old W_max at the next loss (then no fast convergence).
+        let delta = (self.cfg.c * (t - self.s.k).abs().powi(3)).floor() as u64;
+        let origin = self.s.origin_point as u64;
+        let target = if t < self.s.k { origin.saturating_sub(delta) } else { origin + delta };
         let mut cnt: u64 = if target > cwnd as u64 { cwnd as u64 / (target - cwnd as u64) } else { 100 * cwnd as u64 };
         self.s.phase = if t < self.s.k { "cubic_concave" } else { "cubic_convex" };
 
@@ -582,16 +584,44 @@ mod tests {
         for _ in 0..90 {
             h.round();
             let t = (h.now - epoch).as_secs_f64();
+            // Linux aims one minRTT ahead and truncates the distance from W_max
+            // to whole segments: the window lies between W(t) and W(t + RTT),
+            // give or take one segment.
             let w = w_closed(t, 100.0, beta, 0.4);
+            let w_ahead = w_closed(t + 0.1, 100.0, beta, 0.4);
             let cwnd = h.cc.cwnd() as f64 / MSS as f64;
-            assert!((cwnd - w).abs() <= 1.0 + 1e-9, "t = {t:.2}: cwnd {cwnd} vs W(t) {w:.2}");
+            assert!(cwnd >= w - 1.0 - 1e-9 && cwnd <= w_ahead + 1.0 + 1e-9, "t = {t:.2}: cwnd {cwnd} vs W(t) {w:.2}, W(t + RTT) {w_ahead:.2}");
             if reached_wmax_at.is_none() && cwnd >= 100.0 {
                 reached_wmax_at = Some(t);
             }
         }
-        // The plateau is reached within one RTT of K.
+        // W_max is reached when Linux's truncated distance C·(K − (t + RTT))³
+        // falls below one segment: at t = K − ∛(1/C) − RTT = 4.217 − 1.357 − 0.1
+        // = 2.76 s (within a round of 100 ms).
         let t_k = reached_wmax_at.expect("window reached W_max");
-        assert!((t_k - k_expected).abs() <= 0.15, "W_max reached at {t_k:.2}s, K = {k_expected:.2}s");
+        let t_expected = k_expected - (1.0 / 0.4f64).cbrt() - 0.1;
+        assert!((t_k - t_expected).abs() <= 0.15, "W_max reached at {t_k:.2}s, expected {t_expected:.2}s (K = {k_expected:.2}s)");
+    }
+
+    #[test]
+    fn the_target_below_w_max_rounds_towards_w_max_as_linux() {
+        // W_max 100, epoch starting at cwnd 70: K = ∛(30/0.4) = ∛75 = 4.2172 s.
+        // At t = K − 1.0772 s, C·(K − t)³ = 0.4·1.2499 = 0.49996: Linux's
+        // truncated delta is 0, so the target is W_max = 100, and a window of 99
+        // grows by one after cnt = 99/(100 − 99) = 99 segments. (Rounding the
+        // target itself down gave 99 = cwnd, cnt = 100·cwnd: no growth until K.)
+        let mut c = Cubic::new(CubicConfig::from_params(&params(r#"{"hystart": false}"#)).unwrap(), &init(10));
+        c.s.last_max_cwnd = 100;
+        c.s.w.cwnd = 70;
+        let t0 = SimTime::from_secs(10);
+        c.start_epoch(t0, 1);
+        assert!((c.s.k - 75f64.cbrt()).abs() < 1e-9);
+        c.s.w.cwnd = 99;
+        c.update(t0 + SimDuration::from_secs_f64(75f64.cbrt() - 1.0772), 1);
+        assert_eq!(c.s.cnt, 99);
+        // 1.5 s before K: C·1.5³ = 1.35, delta 1, target 99 = cwnd: cnt = 100·99.
+        c.update(t0 + SimDuration::from_secs_f64(75f64.cbrt() - 1.5), 1);
+        assert_eq!(c.s.cnt, 9900);
     }
 
     #[test]

@@ -98,7 +98,7 @@ impl TcpFlow {
         if pkt.flags & PF_SYN != 0 {
             // RFC 9293 §3.5: the listener answers every SYN (a retransmitted one
             // too) with a SYN-ACK at once.
-            return Some(Ack { syn: true, ..Ack::default() });
+            return Some(self.rcv.syn_ack());
         }
         self.rcv.on_data(now, pkt)
     }

@@ -18,14 +18,26 @@
 //!   base RTT here).
 //!
 //! Sequence numbers are segment indices (byte = index × MSS); the application
-//! reads in-order data immediately, so the advertised window never shrinks and is
-//! applied at the sender as a constant `rwnd_bytes` cap.
+//! reads in-order data immediately.
+//!
+//! The advertised window (Linux `tcp_select_window`), when the flow has an
+//! `rwnd_bytes`: the receive buffer is twice that (`tcp_adv_win_scale = 1`
+//! advertises half the free buffer, `tcp_win_from_space`), and out-of-order data
+//! occupies it at its payload (Linux coalesces contiguous segments into one skb,
+//! `tcp_ooo_try_coalesce`, so `truesize` is close to the payload: 1.06× measured
+//! on the vm backend), so the window is `rwnd − ⌈out-of-order payload / 2⌉`; its
+//! right edge never moves left (RFC 9293 §3.8.6; Linux keeps `cur_win` when the
+//! new window would shrink it). In a recovery with a window's worth of data above
+//! the holes, the edge stays where it was until the repaired data outweighs half
+//! of what is still out of order: a sender at the edge sends no new data while
+//! the holes are repaired, its pipe drains, and then it sends up to a whole
+//! window at once (docs/tcp-model.md, "Receive window").
 
 use std::collections::VecDeque;
 
 use netunits::{SimDuration, SimTime};
 
-use crate::packet::{Pkt, TcpAck as Ack, MAX_SACK_BLOCKS, PF_CE, PF_CWR};
+use crate::packet::{Pkt, TcpAck as Ack, MAX_SACK_BLOCKS, NO_WINDOW_LIMIT, PF_CE, PF_CWR};
 
 /// Linux `TCP_MAX_QUICKACKS`.
 const MAX_QUICKACKS: u8 = 16;
@@ -88,6 +100,17 @@ pub(crate) struct TcpReceiver {
     total_segs: u64,
     delack_timeout: SimDuration,
     last_seg_len: u64,
+    /// `rwnd_bytes` in segments: the window with an empty out-of-order queue
+    /// (`None`: no limit).
+    wnd_max: Option<u64>,
+    /// Right edge of the advertised window (segment index; Linux `rcv_wup +
+    /// rcv_wnd`), never moved left.
+    wnd_end: u64,
+    /// Segments held in `ooo`.
+    ooo_segs: u64,
+    /// The window's growth limit, segments (Linux `rcv_ssthresh`): 64 KB at
+    /// first, two segments more per segment received, up to `wnd_max`.
+    rcv_ssthresh: u64,
     /// The ranges most recently grown, newest first (RFC 2018 §4: the first SACK
     /// block reports the newest arrival, the others the most recently reported
     /// blocks). Kept like Linux's `selective_acks` cache so building an ACK never
@@ -123,6 +146,10 @@ impl TcpReceiver {
             rto,
             srtt,
             rwnd: rwnd.unwrap_or(LINUX_INITIAL_RWND),
+            wnd_max: rwnd.map(|r| (r / mss).max(1)),
+            wnd_end: 0,
+            ooo_segs: 0,
+            rcv_ssthresh: rwnd.map_or(u64::MAX, |r| (r / mss).max(1).min(LINUX_INITIAL_RWND / mss)),
             mss,
             total_segs,
             last_seg_len,
@@ -229,6 +256,7 @@ impl TcpReceiver {
             if let Some(first) = self.ooo.front() {
                 if first.start == self.rcv_nxt {
                     let end = first.end;
+                    self.ooo_segs -= end - first.start;
                     self.ooo.pop_front();
                     self.rcv_nxt = end;
                     filled_gap = true;
@@ -240,6 +268,7 @@ impl TcpReceiver {
             let newly = self.bytes_of(s, self.rcv_nxt);
             self.app_bytes += newly;
             self.data_recv_timing(now);
+            self.grow_window();
             if filled_gap || !self.ooo.is_empty() {
                 // RFC 5681 §4.2: ACK at once when a segment fills (part of) a gap.
                 return Some(self.make_ack(Some(s)));
@@ -262,6 +291,13 @@ impl TcpReceiver {
         } else if s > self.rcv_nxt {
             let dup = self.ooo.iter().any(|r| r.start <= s && s < r.end);
             self.insert_ooo(s);
+            if !dup {
+                self.ooo_segs += 1;
+            }
+            if self.sack {
+                // Linux `tcp_data_queue_ofo` grows the window for SACK flows too.
+                self.grow_window();
+            }
             // RFC 5681 §4.2: an out-of-order segment is ACKed immediately (dupack).
             let mut ack = self.make_ack(Some(s));
             if dup && self.sack {
@@ -332,6 +368,36 @@ impl TcpReceiver {
         self.nrecent = n as u8;
     }
 
+    /// Linux `tcp_grow_window`: while the window is below its limit, each
+    /// full-sized segment raises `rcv_ssthresh` by two segments (a 1448-byte
+    /// segment's skb fits in the buffer space it is advertised with, so `incr =
+    /// 2·advmss`) and asks for an immediate ACK (`icsk_ack.quick |= 1`): a
+    /// receiver ACKs every segment while its window grows, and the window grows
+    /// threefold per round trip from its first 64 KB.
+    fn grow_window(&mut self) {
+        if let Some(max) = self.wnd_max {
+            if self.rcv_ssthresh < max {
+                self.rcv_ssthresh = (self.rcv_ssthresh + 2).min(max);
+                self.quick |= 1;
+            }
+        }
+    }
+
+    /// The window to advertise now, in segments from `rcv_nxt` (see the module
+    /// notes; Linux `tcp_select_window`).
+    fn window(&mut self) -> u32 {
+        let Some(max) = self.wnd_max else { return NO_WINDOW_LIMIT };
+        let free = max.saturating_sub(self.ooo_segs.div_ceil(2)).min(self.rcv_ssthresh);
+        self.wnd_end = self.wnd_end.max(self.rcv_nxt + free);
+        (self.wnd_end - self.rcv_nxt).min(NO_WINDOW_LIMIT as u64 - 1) as u32
+    }
+
+    /// The SYN-ACK answering a SYN: the first window (Linux's 64 KB, or the
+    /// flow's `rwnd` if smaller).
+    pub fn syn_ack(&mut self) -> Ack {
+        Ack { syn: true, wnd: self.window(), ..Ack::default() }
+    }
+
     fn forget_recent_below(&mut self, cum: u64) {
         let mut n = 0;
         for k in 0..self.nrecent as usize {
@@ -355,7 +421,7 @@ impl TcpReceiver {
                 self.ato = self.ato_min();
             }
         }
-        let mut ack = Ack { cum: self.rcv_nxt, ece: self.ece, ..Ack::default() };
+        let mut ack = Ack { cum: self.rcv_nxt, ece: self.ece, wnd: self.window(), ..Ack::default() };
         if self.sack && !self.ooo.is_empty() {
             // RFC 2018 §4: the first block holds the segment that triggered this ACK
             // (insert_ooo put it first in `recent`); the others repeat the most
@@ -387,6 +453,58 @@ mod tests {
     /// Feed in-order segments `from..to` at `t`; returns how many were ACKed at once.
     fn feed(r: &mut TcpReceiver, from: u64, to: u64, t: SimTime) -> usize {
         (from..to).filter(|&k| r.on_data(t, &seg(k)).is_some()).count()
+    }
+
+    #[test]
+    fn out_of_order_data_holds_the_window_edge_until_the_holes_drain() {
+        // rwnd 10 segments. In order 0..5: edge 5 + 10 = 15. Holes at 5 and 10;
+        // 6..10 and 11..15 arrive: 8 segments out of order, window 10 − 8/2 = 6
+        // from rcv_nxt 5 would end at 11, left of 15, so the edge stays at 15.
+        let mut r = TcpReceiver::new(1000, u64::MAX, 1000, true, false, false, SimDuration::from_millis(40), SimDuration::from_millis(100), Some(10_000));
+        let t = SimTime::from_millis(1);
+        let mut last = None;
+        for k in 0..5 {
+            last = r.on_data(t, &seg(k));
+        }
+        let a = last.unwrap();
+        assert_eq!((a.cum, a.wnd), (5, 10));
+        for k in (6..10).chain(11..15) {
+            last = r.on_data(t, &seg(k));
+        }
+        let a = last.unwrap();
+        assert_eq!((a.cum, a.cum + a.wnd as u64), (5, 15));
+        // Segment 5 fills the first hole: rcv_nxt 10, 4 segments still out of
+        // order (half of them count), 10 + 10 − 2 = 18 > 15: the edge moves to 18.
+        let a = r.on_data(t, &seg(5)).unwrap();
+        assert_eq!((a.cum, a.wnd), (10, 8));
+        // Segment 10 fills the last: rcv_nxt 15, nothing out of order: 15 + 10.
+        let a = r.on_data(t, &seg(10)).unwrap();
+        assert_eq!((a.cum, a.wnd), (15, 10));
+        // Without an rwnd there is no limit.
+        let mut free = rx(false);
+        assert_eq!(free.on_data(t, &seg(0)).unwrap().wnd, NO_WINDOW_LIMIT);
+    }
+
+    #[test]
+    fn the_window_grows_two_segments_per_segment_and_each_is_acked_at_once() {
+        // rwnd 100 segments of 1000 B; Linux starts at 64 KB: ⌊65535/1000⌋ = 65.
+        // Each in-order segment adds 2 up to 100 and is ACKed at once: after
+        // segment k the window is min(65 + 2(k + 1), 100) from k + 1. The first
+        // segment's quick-ACK budget is 16; `quick |= 1` makes it 17 on every
+        // growing segment and its ACK takes it back to 16, so when segment 17 has
+        // brought the window to 100, 16 quick ACKs remain (segments 18..33); then
+        // every second segment.
+        let mut r = TcpReceiver::new(1000, u64::MAX, 1000, true, false, true, SimDuration::from_millis(40), SimDuration::from_millis(100), Some(100_000));
+        assert_eq!(r.syn_ack().wnd, 65);
+        let t = SimTime::from_millis(1);
+        for k in 0..18u64 {
+            let a = r.on_data(t, &seg(k)).expect("ACKed at once while the window grows");
+            assert_eq!((a.cum, a.wnd as u64), (k + 1, (65 + 2 * (k + 1)).min(100)));
+        }
+        assert_eq!(feed(&mut r, 18, 34, t), 16);
+        assert!(r.on_data(t, &seg(34)).is_none());
+        let a = r.on_data(t, &seg(35)).unwrap();
+        assert_eq!((a.cum, a.wnd), (36, 100));
     }
 
     #[test]

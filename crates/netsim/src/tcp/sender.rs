@@ -33,7 +33,7 @@ use netunits::{Bandwidth, SimDuration, SimTime};
 
 use crate::cc::{AckSample, CongestionControl, CongestionEvent, CongestionSignal, RateSample};
 use super::pending::PendingBits;
-use crate::packet::{Pkt, TcpAck as Ack, HEADER_BYTES, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES};
+use crate::packet::{Pkt, TcpAck as Ack, HEADER_BYTES, NO_WINDOW_LIMIT, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES};
 use crate::rtt::RttEstimator;
 
 /// RFC 6675 §2 / RFC 5681 §3.2: DupThresh (Linux `tcp_reordering`, 3).
@@ -241,6 +241,9 @@ pub(crate) struct TcpSender {
     pub(crate) finished_at: Option<SimTime>,
     snd_una: u64,
     snd_nxt: u64,
+    /// Right edge of the peer's advertised window (Linux `tcp_wnd_end`), from
+    /// the last ACK; `cfg.rwnd_segs` until the first.
+    snd_wnd_end: u64,
     segs: VecDeque<Seg>,
     /// Per segment: lost and waiting for its retransmission (`pending.rs`),
     /// kept in step with `segs`' flags; `lost_pending` counts the set bits.
@@ -298,6 +301,10 @@ pub(crate) struct TcpSender {
     pace_next: SimTime,
     pub(crate) pace_wake: SimTime,
     cwnd_limited: bool,
+    /// Most segments outstanding in the current window (Linux `max_packets_out`,
+    /// restarted when `snd_una` passes `cwnd_usage_seq`).
+    max_packets_out: u64,
+    cwnd_usage_seq: u64,
     // tcp_rate.c connection state
     delivered: u64,
     delivered_time: SimTime,
@@ -319,6 +326,7 @@ impl TcpSender {
             finished_at: None,
             snd_una: 0,
             snd_nxt: 0,
+            snd_wnd_end: cfg.rwnd_segs,
             segs: VecDeque::with_capacity(ring_hint),
             pending: PendingBits::default(),
             tsorted: VecDeque::new(),
@@ -350,6 +358,8 @@ impl TcpSender {
             pace_next: SimTime::ZERO,
             pace_wake: SimTime::MAX,
             cwnd_limited: true,
+            max_packets_out: 0,
+            cwnd_usage_seq: 0,
             delivered: 0,
             delivered_time: SimTime::ZERO,
             first_tx_time: SimTime::ZERO,
@@ -368,6 +378,16 @@ impl TcpSender {
             self.cfg.last_seg_len
         } else {
             self.cfg.mss
+        }
+    }
+
+    /// The right edge of the window `ack` advertises.
+    #[inline]
+    fn window_end(&self, ack: &Ack) -> u64 {
+        if ack.wnd == NO_WINDOW_LIMIT {
+            u64::MAX
+        } else {
+            ack.cum + ack.wnd as u64
         }
     }
 
@@ -535,6 +555,12 @@ impl TcpSender {
         let cwnd_segs = self.cwnd_segs();
         let nxt_before = self.snd_nxt;
         self.send_loop(now, cwnd_segs, out);
+        // Linux `tcp_cwnd_validate`: the most outstanding in this window.
+        let packets_out = self.snd_nxt - self.snd_una;
+        if self.snd_una >= self.cwnd_usage_seq || packets_out > self.max_packets_out {
+            self.max_packets_out = packets_out;
+            self.cwnd_usage_seq = self.snd_nxt;
+        }
         if self.snd_nxt > nxt_before {
             // RFC 8985 §7.2: (re)arm the PTO after sending new data.
             self.schedule_loss_probe(now, false);
@@ -594,7 +620,7 @@ impl TcpSender {
 
     #[inline]
     fn can_send_new(&self, now: SimTime) -> bool {
-        self.has_application_data(now) && self.snd_nxt - self.snd_una < self.cfg.rwnd_segs
+        self.has_application_data(now) && self.snd_nxt < self.snd_wnd_end
     }
 
     /// The application still has unsent data for us (a bulk flow until its stop
@@ -847,6 +873,7 @@ impl TcpSender {
     pub(crate) fn on_ack(&mut self, now: SimTime, ack: &Ack, out: &mut Vec<Pkt>) {
         if !self.started {
             if let (true, Some(syn)) = (ack.syn, self.syn) {
+                self.snd_wnd_end = self.window_end(ack);
                 // Established: the SYN's round trip is the first RTT sample (as
                 // Linux, with timestamps, even after a SYN retransmission).
                 self.rtt.sample(now.saturating_since(syn.sent));
@@ -860,6 +887,9 @@ impl TcpSender {
         if ack.syn {
             return; // a SYN-ACK for a retransmitted SYN
         }
+        // The peer's window (RFC 9293 §3.8.6); ACKs arrive in order here and the
+        // receiver never moves the edge left.
+        self.snd_wnd_end = self.window_end(ack);
         let prior_in_flight = self.pipe_bytes();
         let prior_sacked = self.sacked_segs();
         let prior_marked_lost = self.marked_lost;
@@ -882,6 +912,9 @@ impl TcpSender {
 
         let mut acked_segs = 0u64;
         let mut rtt_from: Option<SimTime> = None;
+        // An ever-retransmitted segment among those cumulatively ACKed makes the
+        // ACK ambiguous (Linux FLAG_RETRANS_DATA_ACKED): no sample from them.
+        let mut retrans_acked = false;
         if cum > self.snd_una {
             for idx in self.snd_una..cum {
                 let seg = self.segs.pop_front().expect("scoreboard holds every unacked segment");
@@ -903,8 +936,13 @@ impl TcpSender {
                     }
                 }
                 // Karn (RFC 6298 §3): only never-retransmitted segments give samples;
-                // use the newest one acked (least inflated by delayed ACKs).
-                if f & EVER_RETRANS == 0 {
+                // use the newest one acked (least inflated by delayed ACKs). As
+                // Linux's `tcp_clean_rtx_queue`, not one SACKed earlier: its
+                // delivery was timed by the SACK, and now − sent would add the
+                // time the hole below it took to repair.
+                if f & EVER_RETRANS != 0 {
+                    retrans_acked = true;
+                } else if f & SACKED == 0 {
                     rtt_from = Some(seg.sent);
                 }
             }
@@ -928,6 +966,9 @@ impl TcpSender {
         }
 
         // RTT (RFC 6298 §2, Karn's rule; SACKed segments as Linux's sack_rtt).
+        if retrans_acked {
+            rtt_from = None;
+        }
         let sample_from = rtt_from.or(sack_rtt);
         let rtt_sample = sample_from.map(|t| now.saturating_since(t));
         if let Some(r) = rtt_sample {
@@ -1054,7 +1095,15 @@ impl TcpSender {
                 min_rtt: self.rtt.min_rtt(),
                 prior_in_flight,
                 in_flight: self.pipe_bytes(),
-                app_limited: !self.cwnd_limited,
+                // Linux `tcp_is_cwnd_limited`: in slow start the window may grow
+                // while it is below twice the most outstanding in this window (a
+                // flow held by the receive window keeps growing cwnd); in
+                // congestion avoidance only when cwnd limited the sending.
+                app_limited: if self.cc.cwnd() < self.cc.ssthresh() {
+                    self.cwnd_segs() >= 2 * self.max_packets_out
+                } else {
+                    !self.cwnd_limited
+                },
                 // Loss-based controllers grow only on ACKs that advance the
                 // cumulative ACK point outside recovery (Linux tcp_may_raise_cwnd:
                 // FLAG_DATA_ACKED). After an RTO (Loss state) an ACK that only SACKs
@@ -1739,6 +1788,125 @@ mod tests {
         assert_eq!(s.state, CaState::Open);
         assert_eq!(sent(&mut out), vec!["31".to_string()]);
         assert_eq!(s.cwnd(), 10 * MSS as u64);
+    }
+
+    #[test]
+    fn no_rtt_sample_from_segments_sacked_earlier_or_from_a_repaired_hole() {
+        // cwnd 20, 0..20 sent at 0; segment 0 is lost. The SACKs of 1..20 arrive
+        // at 100 + j ms, each an RTT sample of its own (Linux sack_rtt). The
+        // cumulative ACK of the retransmitted 0 at 400 ms covers the repaired
+        // hole and the 19 segments SACKed long before: Linux's
+        // tcp_clean_rtx_queue takes no sample from it (a retransmission is
+        // among them, and SACKed segments were timed by their SACK), where
+        // now − sent of segment 19 would be a 400-ms sample.
+        let mut s = sender(20, true, false);
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        out.clear();
+        for j in 1..20u64 {
+            s.on_ack(SimTime::from_millis(100 + j), &ack(0, &[(1, j + 1)]), &mut out);
+        }
+        assert!(sent(&mut out).contains(&"R0".to_string()));
+        let srtt = s.rtt.srtt();
+        assert!(srtt < SimDuration::from_millis(120), "{srtt:?}");
+        s.on_ack(SimTime::from_millis(400), &ack(20, &[]), &mut out);
+        assert_eq!(s.rtt.srtt(), srtt);
+        // The ACK of never-SACKed, never-retransmitted data is a sample: 20 and 21
+        // went out after 100 ms, as the SACKs freed room; ACKed at 521 ms they
+        // give a sample above 400 ms, which raises SRTT.
+        s.on_ack(SimTime::from_millis(521), &ack(22, &[]), &mut out);
+        assert!(s.rtt.srtt() > srtt);
+    }
+
+    /// A fixed window that records whether each ACK let it grow.
+    #[derive(Debug)]
+    struct Recorder {
+        cwnd: u64,
+        ssthresh: u64,
+        may_grow: std::rc::Rc<std::cell::RefCell<Vec<bool>>>,
+    }
+
+    impl CongestionControl for Recorder {
+        fn name(&self) -> &'static str {
+            "recorder"
+        }
+        fn cwnd(&self) -> u64 {
+            self.cwnd * MSS as u64
+        }
+        fn ssthresh(&self) -> u64 {
+            self.ssthresh.saturating_mul(MSS as u64)
+        }
+        fn on_ack(&mut self, ack: &AckSample) {
+            self.may_grow.borrow_mut().push(!ack.app_limited);
+        }
+        fn on_congestion_event(&mut self, _ev: &CongestionEvent) {}
+        fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {}
+    }
+
+    #[test]
+    fn a_window_held_by_the_receiver_still_grows_in_slow_start_up_to_twice_the_flight() {
+        // Linux tcp_is_cwnd_limited: in slow start cwnd may grow while it is
+        // below twice the most segments outstanding in the window
+        // (max_packets_out); in congestion avoidance only if cwnd limited the
+        // sending. The peer's window holds 10 segments out in every case.
+        let run = |cwnd: u64, ssthresh: u64| {
+            let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+            let cfg = SenderConfig {
+                flow: 0,
+                mss: MSS,
+                ecn: false,
+                sack: true,
+                total_segs: u64::MAX,
+                last_seg_len: MSS,
+                start: SimTime::ZERO,
+                stop: SimTime::MAX,
+                rwnd_segs: 10,
+                rack: true,
+                tlp: true,
+                frto: true,
+                handshake: false,
+            };
+            let mut s = TcpSender::new(cfg, Box::new(Recorder { cwnd, ssthresh, may_grow: log.clone() }), 16);
+            let mut out = Vec::new();
+            s.on_timer(SimTime::ZERO, &mut out);
+            assert_eq!(out.len(), 10, "the receive window binds");
+            let mut a = ack(1, &[]);
+            a.wnd = 10;
+            s.on_ack(SimTime::from_millis(100), &a, &mut out);
+            let v = log.borrow().clone();
+            v
+        };
+        // Slow start (cwnd below ssthresh): 15 < 2·10 grows, 20 = 2·10 does not.
+        assert_eq!(run(15, u64::MAX), [true]);
+        assert_eq!(run(20, u64::MAX), [false]);
+        // Congestion avoidance: held by the window, not by cwnd: no growth.
+        assert_eq!(run(15, 5), [false]);
+    }
+
+    #[test]
+    fn new_data_stops_at_the_advertised_window_edge() {
+        // cwnd 20, segments 0..20 out. The ACK of 0..2 advertises 5 segments
+        // (edge 7, below snd_nxt): cwnd would allow 2 more (pipe 18), the window
+        // none. The ACK of 2..4 moves the edge to 4 + 21 = 25: pipe 16, cwnd lets
+        // out 4. The ACK of 4..6 keeps the edge at 6 + 19 = 25: cwnd would allow
+        // 2 (pipe 18), the window 1.
+        let mut s = sender(20, true, false);
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        assert_eq!(out.len(), 20);
+        out.clear();
+        let mut a = ack(2, &[]);
+        a.wnd = 5;
+        s.on_ack(SimTime::from_millis(100), &a, &mut out);
+        assert!(out.is_empty(), "the edge 7 is below snd_nxt 20");
+        let mut a = ack(4, &[]);
+        a.wnd = 21;
+        s.on_ack(SimTime::from_millis(101), &a, &mut out);
+        assert_eq!(sent(&mut out), ["20", "21", "22", "23"]);
+        let mut a = ack(6, &[]);
+        a.wnd = 19;
+        s.on_ack(SimTime::from_millis(102), &a, &mut out);
+        assert_eq!(sent(&mut out), ["24"], "edge 25 stops the second segment cwnd allows");
     }
 
     #[test]

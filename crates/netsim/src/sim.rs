@@ -51,8 +51,10 @@ pub const LOSS_STREAM: u64 = 1;
 pub const FLOW_STREAM_BASE: u64 = 1 << 32;
 
 /// From this many flows on, the event handlers prefetch the next events' flow
-/// state (a few flows' state stays in L1 and the extra loads would only cost).
-const PREFETCH_MIN_FLOWS: usize = 64;
+/// state (a few flows' state stays in cache and the extra loads would only cost).
+/// Measured (alternating runs, CPU time): 64 flows ran 6 % faster without the
+/// hints, 256 flows about 4 % faster with them, 1,000 flows need them.
+const PREFETCH_MIN_FLOWS: usize = 100;
 
 /// How often `progress` is called, in simulated time.
 const PROGRESS_EVERY: u64 = 1_000_000_000;

@@ -666,6 +666,10 @@ impl Sim {
                 self.eps[g].prefetch_sender();
                 prefetch(&self.links[g]);
                 prefetch(&self.timer_armed[g]);
+                if self.host_jitter > 0 {
+                    // Its packets' host-jitter draws read the flow's generator.
+                    prefetch(&self.flows[g].rng);
+                }
             }
             if let Some((_, g)) = next {
                 self.eps[g].prefetch_sender_heap();

@@ -34,6 +34,24 @@ pub fn prefetch<T: ?Sized>(value: &T) {
     }
 }
 
+/// Hint bytes `offset .. offset + len` of `value`'s memory (clamped to the value and
+/// to [`MAX_LINES`] lines), without reading any of it. For a part whose place is
+/// known in advance: reaching it through the value (an enum's variant, say) would
+/// load the value's first line, a cache miss that stalls the core — the very
+/// thing the hint is meant to avoid.
+#[inline(always)]
+pub fn prefetch_bytes<T: ?Sized>(value: &T, offset: usize, len: usize) {
+    let size = std::mem::size_of_val(value);
+    let offset = offset.min(size);
+    let bytes = len.min(size - offset).clamp(1, MAX_LINES * LINE);
+    let start = (value as *const T as *const u8).wrapping_add(offset);
+    let skew = start as usize % LINE;
+    let first = start.wrapping_sub(skew);
+    for k in 0..(skew + bytes).div_ceil(LINE) {
+        hint_line(first.wrapping_add(k * LINE));
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 #[allow(unsafe_code)]

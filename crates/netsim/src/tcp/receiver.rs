@@ -141,12 +141,6 @@ impl TcpReceiver {
         }
     }
 
-    /// Prefetch this receiver's state (a hint for an arrival a few events ahead).
-    #[inline]
-    pub(crate) fn prefetch(&self) {
-        netunits::prefetch::prefetch(self);
-    }
-
     /// Payload bytes of segments `[a, b)`.
     #[inline]
     fn bytes_of(&self, a: u64, b: u64) -> u64 {

@@ -87,4 +87,16 @@ mod tests {
             prefetch(&big[offset..offset + 1]);
         }
     }
+
+    /// A part given by offset and length: any offset (past the end too) and any
+    /// length clamp to the value, never panic or overflow.
+    #[test]
+    fn hints_parts_at_any_offset() {
+        let big = [7u8; 4096];
+        for (offset, len) in [(0, 0), (0, 64), (100, 300), (4000, 1000), (4096, 1), (usize::MAX, usize::MAX), (5, usize::MAX)] {
+            prefetch_bytes(&big, offset, len);
+            prefetch_bytes(&big[..0], offset, len);
+            prefetch_bytes(&3u64, offset, len);
+        }
+    }
 }

@@ -150,9 +150,17 @@ const NO_KEY: Key = Key { time: u64::MAX, tag: u64::MAX };
 /// departure), and then neither a push nor a pop touches the heap.
 #[derive(Debug)]
 pub(crate) struct EventQueue {
-    /// The earliest packet event, or [`NO_KEY`].
+    /// The earliest packet event (bar `link`), or [`NO_KEY`].
     front: Key,
     heap: BinaryHeap<Earliest>,
+    /// The bottleneck link's pending `LinkDone`, or [`NO_KEY`]. The engine has at
+    /// most one (one packet in service; a second would go to `front` or `heap`),
+    /// about a third of all events, and a slot of its own keeps it out of the
+    /// heap: 3.5 % fewer instructions and CPU time at 2 flows. A heap push right
+    /// after a pop stalls on reading back the root the pop had just moved (a
+    /// 16-byte vector store read as two 8-byte loads is not forwarded from the
+    /// store buffer), so every event the heap does not see helps twice.
+    link: Key,
     timers: TimerHeap,
     layout: TagLayout,
     next_seq: u64,
@@ -168,6 +176,7 @@ impl EventQueue {
         EventQueue {
             front: NO_KEY,
             heap: BinaryHeap::with_capacity(cap),
+            link: NO_KEY,
             timers: TimerHeap::with_capacity(flows, layout),
             layout,
             next_seq: 0,
@@ -199,7 +208,12 @@ impl EventQueue {
             EvKind::AckArrive(i) => (K_ACK_ARRIVE, i),
         };
         let seq = self.take_seq();
-        self.insert(Key { time, tag: self.layout.pack(seq, k, i) });
+        let key = Key { time, tag: self.layout.pack(seq, k, i) };
+        if k == K_LINK_DONE && self.link == NO_KEY {
+            self.link = key;
+        } else {
+            self.insert(key);
+        }
     }
 
     /// Put a packet event in `front` or the heap.
@@ -238,22 +252,23 @@ impl EventQueue {
     #[inline]
     pub fn pop(&mut self) -> Option<Event> {
         let timer = self.timers.peek().copied().unwrap_or(NO_KEY);
-        let key = if self.front != NO_KEY {
-            if timer < self.front {
-                self.timers.pop();
-                timer
+        // The earliest other packet event: `front`, else the heap's root.
+        let packet = if self.front != NO_KEY { self.front } else { self.heap.peek().map_or(NO_KEY, |e| e.0) };
+        // Keys are unique; only the "none" sentinels compare equal.
+        let key = if self.link < packet && self.link < timer {
+            std::mem::replace(&mut self.link, NO_KEY)
+        } else if packet < timer {
+            if self.front != NO_KEY {
+                self.front = NO_KEY;
             } else {
-                std::mem::replace(&mut self.front, NO_KEY)
+                self.heap.pop();
             }
+            packet
+        } else if timer != NO_KEY {
+            self.timers.pop();
+            timer
         } else {
-            match self.heap.peek() {
-                Some(h) if h.0 < timer => self.heap.pop().expect("peeked").0,
-                _ if timer != NO_KEY => {
-                    self.timers.pop();
-                    timer
-                }
-                _ => return None,
-            }
+            return None;
         };
         Some(self.layout.event(key))
     }
@@ -267,6 +282,9 @@ impl EventQueue {
         if self.front != NO_KEY {
             all.push(std::mem::replace(&mut self.front, NO_KEY));
         }
+        if self.link != NO_KEY {
+            all.push(std::mem::replace(&mut self.link, NO_KEY));
+        }
         while let Some(t) = self.timers.pop() {
             all.push(t);
         }
@@ -279,6 +297,8 @@ impl EventQueue {
         for key in all {
             if l.kind(key.tag) == K_TIMER {
                 self.timers.set(key);
+            } else if l.kind(key.tag) == K_LINK_DONE && self.link == NO_KEY {
+                self.link = key;
             } else {
                 self.insert(key);
             }
@@ -288,7 +308,7 @@ impl EventQueue {
     /// Events scheduled.
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        (self.front != NO_KEY) as usize + self.heap.len() + self.timers.len()
+        (self.front != NO_KEY) as usize + (self.link != NO_KEY) as usize + self.heap.len() + self.timers.len()
     }
 }
 

@@ -165,9 +165,9 @@ impl std::ops::DerefMut for EpSlot {
 /// `(offset, bytes)`: the prefetch hints for a coming arrival or ACK are issued by
 /// address, because finding the parts through the enum would read the slot's
 /// first line (its discriminant) — a demand miss in a many-flow run, and the
-/// very stall the hint is for (9 % of a 1,000-flow run's samples sat on those
-/// two reads). Taken from the run's first TCP endpoint, else its first DCCP one;
-/// for a flow of the other kind the hint is merely less useful.
+/// very stall the hint is for (9 % of a 1,000-flow run's event-loop samples sat
+/// on those two reads). Taken from the run's first TCP endpoint, else its first
+/// DCCP one; for a flow of the other kind the hint is merely less useful.
 #[derive(Clone, Copy, Debug, Default)]
 struct EpSpans {
     rcv: (usize, usize),

@@ -469,6 +469,10 @@ impl TcpSender {
             prefetch(head);
             prefetch(tail);
         }
+        // A delayed ACK acknowledges two segments: the second may start a new line.
+        if let Some(second) = self.segs.get(1) {
+            prefetch(second);
+        }
         prefetch(&*self.cc);
         if let Some(r) = self.sack_ranges.front() {
             prefetch(r);

@@ -14,7 +14,7 @@ at 10x) on S1 (2 flows, 100 Mbit/s), S64 (64 flows, 100 Mbit/s), S3 (1,000 flows
   durations of the same scenario, so set-up and slow start cancel out;
 - peak RSS (VmHWM, as the benchmark process reports it).
 
-The previous build is `--base REF` (default: the engine before issue 15's changes),
+The previous build is `--base REF` (default: main before the second round of engine work),
 exported with `git archive` into the target directory and built there with the
 current bench example, so both builds run the same scenarios. Runs alternate between
 the builds (and the order flips every round), because a shared machine's speed drifts
@@ -43,8 +43,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH_EXAMPLE = REPO / "crates" / "netsim" / "examples" / "bench.rs"
-# The engine just before issue 15's engine changes (main when they were rebased onto it).
-DEFAULT_BASE = "01dbd8f"
+# main before the second round of engine work (branch engine2; the first round, 3301f85..01dbd8f, is in it).
+DEFAULT_BASE = "a8399f4"
 
 
 @dataclass(frozen=True)
@@ -184,7 +184,7 @@ HEADER = "| scenario | build | pkts per wall-second | pkts per CPU-second | even
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--base", default=DEFAULT_BASE, help=f"git ref of the previous build (default {DEFAULT_BASE}, the engine before issue 15)")
+    ap.add_argument("--base", default=DEFAULT_BASE, help=f"git ref of the previous build (default {DEFAULT_BASE}, main before the second round of engine work)")
     ap.add_argument("--no-base", action="store_true", help="benchmark the current build only")
     ap.add_argument("--repeat", type=int, default=5, help="timed runs per build and scenario (default 5)")
     ap.add_argument("--only", default="", help="comma-separated scenarios (s1,s64,s3,s2; default all)")

@@ -150,9 +150,22 @@ const NO_KEY: Key = Key { time: u64::MAX, tag: u64::MAX };
 /// departure), and then neither a push nor a pop touches the heap.
 #[derive(Debug)]
 pub(crate) struct EventQueue {
-    /// The earliest packet event, or [`NO_KEY`].
+    /// The earliest packet event (bar `link` and `recv0`), or [`NO_KEY`].
     front: Key,
     heap: BinaryHeap<Earliest>,
+    /// The bottleneck link's pending `LinkDone`, or [`NO_KEY`]. The engine has at
+    /// most one (one packet in service; a second would go to `front` or `heap`),
+    /// about a third of all events, and a slot of its own keeps it out of the
+    /// heap: 3.5 % fewer instructions and CPU time at 2 flows. A heap push right
+    /// after a pop stalls on reading back the root the pop had just moved (a
+    /// 16-byte vector store read as two 8-byte loads is not forwarded from the
+    /// store buffer), so every event the heap does not see helps twice.
+    link: Key,
+    /// Forward pipe 0's pending head (`RecvArrive(0)`: every flow's, when all flows
+    /// have one RTT), or [`NO_KEY`], the same way: another third of all events.
+    /// With it, 2 flows run 4.7 % fewer instructions and 64 or 1,000 flows 4–5 %
+    /// less CPU. (A third slot, for reverse pipe 0, made 1,000 flows slower.)
+    recv0: Key,
     timers: TimerHeap,
     layout: TagLayout,
     next_seq: u64,
@@ -168,6 +181,8 @@ impl EventQueue {
         EventQueue {
             front: NO_KEY,
             heap: BinaryHeap::with_capacity(cap),
+            link: NO_KEY,
+            recv0: NO_KEY,
             timers: TimerHeap::with_capacity(flows, layout),
             layout,
             next_seq: 0,
@@ -199,7 +214,14 @@ impl EventQueue {
             EvKind::AckArrive(i) => (K_ACK_ARRIVE, i),
         };
         let seq = self.take_seq();
-        self.insert(Key { time, tag: self.layout.pack(seq, k, i) });
+        let key = Key { time, tag: self.layout.pack(seq, k, i) };
+        if k == K_LINK_DONE && self.link == NO_KEY {
+            self.link = key;
+        } else if k == K_RECV_ARRIVE && i == 0 && self.recv0 == NO_KEY {
+            self.recv0 = key;
+        } else {
+            self.insert(key);
+        }
     }
 
     /// Put a packet event in `front` or the heap.
@@ -238,22 +260,25 @@ impl EventQueue {
     #[inline]
     pub fn pop(&mut self) -> Option<Event> {
         let timer = self.timers.peek().copied().unwrap_or(NO_KEY);
-        let key = if self.front != NO_KEY {
-            if timer < self.front {
-                self.timers.pop();
-                timer
+        // The earliest other packet event: `front`, else the heap's root.
+        let packet = if self.front != NO_KEY { self.front } else { self.heap.peek().map_or(NO_KEY, |e| e.0) };
+        // Keys are unique; only the "none" sentinels compare equal.
+        let key = if self.link < packet && self.link < timer && self.link < self.recv0 {
+            std::mem::replace(&mut self.link, NO_KEY)
+        } else if self.recv0 < packet && self.recv0 < timer {
+            std::mem::replace(&mut self.recv0, NO_KEY)
+        } else if packet < timer {
+            if self.front != NO_KEY {
+                self.front = NO_KEY;
             } else {
-                std::mem::replace(&mut self.front, NO_KEY)
+                self.heap.pop();
             }
+            packet
+        } else if timer != NO_KEY {
+            self.timers.pop();
+            timer
         } else {
-            match self.heap.peek() {
-                Some(h) if h.0 < timer => self.heap.pop().expect("peeked").0,
-                _ if timer != NO_KEY => {
-                    self.timers.pop();
-                    timer
-                }
-                _ => return None,
-            }
+            return None;
         };
         Some(self.layout.event(key))
     }
@@ -267,6 +292,12 @@ impl EventQueue {
         if self.front != NO_KEY {
             all.push(std::mem::replace(&mut self.front, NO_KEY));
         }
+        if self.link != NO_KEY {
+            all.push(std::mem::replace(&mut self.link, NO_KEY));
+        }
+        if self.recv0 != NO_KEY {
+            all.push(std::mem::replace(&mut self.recv0, NO_KEY));
+        }
         while let Some(t) = self.timers.pop() {
             all.push(t);
         }
@@ -279,6 +310,10 @@ impl EventQueue {
         for key in all {
             if l.kind(key.tag) == K_TIMER {
                 self.timers.set(key);
+            } else if l.kind(key.tag) == K_LINK_DONE && self.link == NO_KEY {
+                self.link = key;
+            } else if l.kind(key.tag) == K_RECV_ARRIVE && l.index(key.tag) == 0 && self.recv0 == NO_KEY {
+                self.recv0 = key;
             } else {
                 self.insert(key);
             }
@@ -288,7 +323,7 @@ impl EventQueue {
     /// Events scheduled.
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        (self.front != NO_KEY) as usize + self.heap.len() + self.timers.len()
+        (self.front != NO_KEY) as usize + (self.link != NO_KEY) as usize + (self.recv0 != NO_KEY) as usize + self.heap.len() + self.timers.len()
     }
 }
 
@@ -371,14 +406,14 @@ mod tests {
 
     #[test]
     fn interleaved_pushes_and_pops_match_a_sorted_order() {
-        // Exercise the `front` slot: few events, mostly packet events.
+        // Exercise `front` and the slots: few events, mostly packet events.
         let mut c = Checked::new();
         let (mut x, mut now) = (12345u64, 0u64);
         for step in 0..2000 {
             let r = lcg(&mut x);
             for k in 0..(r >> 60) % 3 {
                 let t = now + ((r >> (8 * k + 8)) & 0xff) % 50;
-                c.push(t, if (r >> 40) % 4 == 0 { EvKind::Timer(step % 7) } else { EvKind::LinkDone });
+                c.push(t, [EvKind::Timer(step % 7), EvKind::LinkDone, EvKind::RecvArrive(0), EvKind::LinkDone][(r >> 40) as usize % 4]);
             }
             now = c.pop().unwrap_or(now);
         }
@@ -414,7 +449,9 @@ mod tests {
             for k in 0..(r >> 61) % 3 {
                 let t = now + ((r >> (8 * k + 8)) & 0x1f);
                 let i = ((r >> (8 * k + 20)) % 40) as u32;
-                c.push(t, [EvKind::Timer(i), EvKind::LinkDone, EvKind::AckArrive(i), EvKind::AccessOut(i)][(r >> 40) as usize % 4]);
+                // RecvArrive of pipes 0 and 1: pipe 0's has a slot, like LinkDone.
+                let kinds = [EvKind::Timer(i), EvKind::LinkDone, EvKind::AckArrive(i), EvKind::AccessOut(i), EvKind::RecvArrive(i % 2)];
+                c.push(t, kinds[(r >> 40) as usize % kinds.len()]);
             }
             if step % 3 != 0 {
                 now = c.pop().unwrap_or(now);

@@ -480,13 +480,6 @@ impl TcpSender {
         p.cwnd = pipe + sndcnt;
     }
 
-    /// Prefetch, stage 1: this sender's own cache lines. Called for an ACK a few
-    /// events ahead (see `Sim::on_ack_arrive`); a hint, no effect on results.
-    #[inline]
-    pub(crate) fn prefetch_state(&self) {
-        prefetch(self);
-    }
-
     /// Prefetch, stage 2: what this sender points to — the scoreboard's head and
     /// tail, the controller, the SACK ranges. Reads the pointers, so it is called
     /// one event after stage 1, when `self` is already in cache.
@@ -495,6 +488,10 @@ impl TcpSender {
         if let (Some(head), Some(tail)) = (self.segs.front(), self.segs.back()) {
             prefetch(head);
             prefetch(tail);
+        }
+        // A delayed ACK acknowledges two segments: the second may start a new line.
+        if let Some(second) = self.segs.get(1) {
+            prefetch(second);
         }
         prefetch(&*self.cc);
         if let Some(r) = self.sack_ranges.front() {

@@ -253,6 +253,29 @@ def test_kernel_path_htb_and_aqm_children():
     assert child[child.index("10:") + 1:][:1] == ["codel"] and "5000us" in child and "ecn" in child
 
 
+def test_tc_derives_reds_weight_from_burst_as_iproute2_does():
+    # Hand-computed with tc_red_eval_ewma's rule (smallest wlog with
+    # burst + 1 - min <= (1 - (1 - W)^burst) / W): min 50/3 packets, burst 28 (tc's
+    # recommendation (2*min + max)/3 for max 50): a = 12.33; W = 1/8 gives 7.83,
+    # W = 1/16 gives 13.37, so wlog 4.
+    assert kernel_link.tc_red_wlog(50 / 3, 28) == 4
+    # tc refuses a burst that cannot hold min: a < 1.
+    assert kernel_link.tc_red_wlog(20, 10) is None
+
+
+def test_red_gets_the_scenarios_weight_not_tcs_recommendation():
+    # 0.002 -> 2^-9: the burst chosen is the smallest from which tc derives wlog 9.
+    burst = kernel_link.burst_for_weight(50 / 3, 0.002)
+    assert kernel_link.tc_red_wlog(50 / 3, burst) == 9
+    assert kernel_link.tc_red_wlog(50 / 3, burst - 1) != 9
+    # An explicit w_q is honoured, and the kernel path accepts it.
+    r = scenario(bottleneck={"qdisc": "red", "buffer": "200pkt", "params": {"w_q": 1 / 64}}).resolve()
+    assert kernel_link.requirements(r).unsupported is None
+    args = kernel_link.aqm_args(r)
+    min_pkts = int(args[args.index("min") + 1]) / int(args[args.index("avpkt") + 1])
+    assert kernel_link.tc_red_wlog(min_pkts, int(args[args.index("burst") + 1])) == 6
+
+
 def test_kernel_requirements():
     assert kernel_link.requirements(scenario().resolve()).qdiscs == ["netem", "tbf|htb", "bfifo"]
     assert "blue" in (kernel_link.requirements(scenario(bottleneck={"qdisc": "blue"}).resolve()).unsupported or "")

@@ -17,8 +17,12 @@ Read this first:
   (`requirements` says which and why not); otherwise linkem is used.
 
 The kernel's RED/CHOKe are not the `aqm` crate's: Linux RED has no "gentle" mode and
-derives its EWMA weight from ``burst``; the translation is recorded in the run's
-metadata so nobody mistakes one for the other.
+derives its EWMA weight from ``burst`` (iproute2's ``tc_red_eval_ewma``). ``burst`` is
+chosen so that tc derives the scenario's ``w_q`` (the simulator's default 0.002, or
+ARED's automatic weight with ``adaptive``) to the nearest power of two, so one
+scenario means the same RED on every backend; tc's own recommendation,
+(2·min + max)/3 packets, gave weights 8–30× larger. The translation is recorded in
+the run's metadata so nobody mistakes one for the other.
 """
 
 from __future__ import annotations
@@ -34,14 +38,45 @@ from .netns import HEADER_BYTES, Dumbbell, run_in
 #: Bottleneck qdiscs the kernel path can build, with the bottleneck params it can translate.
 TRANSLATABLE: dict[str, set[str]] = {
     "droptail": set(),
-    "red": {"min_th", "max_th", "max_p", "ecn", "adaptive"},
-    "choke": {"min_th", "max_th", "max_p", "ecn"},
+    "red": {"min_th", "max_th", "max_p", "w_q", "ecn", "adaptive"},
+    "choke": {"min_th", "max_th", "max_p", "w_q", "ecn"},
     "codel": {"target", "interval", "ecn"},
     "fq_codel": {"target", "interval", "ecn"},
     "pie": {"target", "ecn"},
 }
 #: Ethernet header bytes on top of the IP packet (tbf's burst must hold a whole frame).
 ETH_BYTES = 14
+#: The `aqm` crate's RED/CHOKe averaging weight (Floyd & Jacobson 1993).
+DEFAULT_W_Q = 0.002
+
+
+def tc_red_wlog(min_packets: float, burst: int) -> int | None:
+    """The EWMA weight exponent tc derives for RED/CHOKe (W_q = 2^-wlog), as
+    iproute2's ``tc_red_eval_ewma`` does: the smallest wlog for which ``burst``
+    back-to-back packets arriving at an idle queue average no more than
+    ``burst + 1 - min``; None where tc refuses the burst."""
+    a = burst + 1 - min_packets
+    if a < 1.0:
+        return None
+    weight = 0.5
+    for wlog in range(1, 32):
+        if a <= (1 - (1 - weight) ** burst) / weight:
+            return wlog
+        weight /= 2
+    return None
+
+
+def burst_for_weight(min_packets: float, w_q: float) -> int:
+    """The smallest ``burst`` from which tc derives W_q = 2^-round(log2(1/w_q)), or
+    tc's recommended (2·min + max)/3-style fallback of 2·min + 1 if none does."""
+    target = max(1, min(31, round(math.log2(1.0 / w_q))))
+    for burst in range(1, 1 << 20):
+        wlog = tc_red_wlog(min_packets, burst)
+        if wlog == target:
+            return burst
+        if wlog is not None and wlog < target and burst > min_packets + (1 << target):
+            break
+    return int(2 * min_packets + 1)
 
 
 @dataclass
@@ -112,8 +147,16 @@ def aqm_args(resolved: dict[str, Any]) -> list[str]:
         max_th = float(p.get("max_th", max(3.0, pkts / 4)))
         min_th = float(p.get("min_th", max_th / 3))
         max_p = float(p.get("max_p", 0.1))
-        # tc's recommended burst: (2*min + max) / 3 packets; it derives W_q from it.
-        burst = max(1, int(math.ceil((2 * min_th + max_th) / 3)))
+        if "w_q" in p:
+            w_q = float(p["w_q"])
+        elif p.get("adaptive"):
+            # ARED's automatic weight, as the aqm crate sets it: 1 - exp(-1/C).
+            w_q = 1 - math.exp(-1 / (float(bn["rate_bps"]) / (8 * avpkt)))
+        else:
+            w_q = DEFAULT_W_Q
+        # tc sees min in whole bytes (red) or whole packets (choke).
+        tc_min = int(min_th * avpkt) / avpkt if q == "red" else float(int(min_th))
+        burst = burst_for_weight(tc_min, w_q)
         if q == "red":
             args = ["red", "limit", str(buffer_bytes(resolved)), "min", str(int(min_th * avpkt)),
                     "max", str(int(max_th * avpkt)), "avpkt", str(avpkt), "burst", str(burst),

@@ -43,8 +43,10 @@ from .tcp_probe import INFINITE_SSTHRESH
 #: Version of what a vm run measures and how (guest script, sample placement, meta
 #: keys); part of every vm run's content address, so a stored run made under an
 #: older version is never reused. 2 (2026-11-25): iperf3 warm-up before t0,
-#: samples placed on each flow's measured first data segment.
-VM_FORMAT_VERSION = 2
+#: samples placed on each flow's measured first data segment. 3 (2026-11-25): RED
+#: and CHOKe get the scenario's averaging weight (`w_q`, 0.002 by default) instead of
+#: the one tc derives from its recommended burst (backends/live/kernel_link.py).
+VM_FORMAT_VERSION = 3
 
 
 class VmPlanError(VmError):

@@ -169,68 +169,6 @@ def _boot_and_collect(scenario: Scenario, gplan: vm_plan.GuestPlan, img: vm_imag
     return trace
 
 
-def remove_orphaned_run_dirs() -> list[Path]:
-    """Remove the run directories (initramfs, results) of vm runs whose process is
-    gone: a run killed with SIGKILL cannot clean up after itself (its QEMU dies with
-    it, PR_SET_PDEATHSIG), so the next run does. A directory belongs to a live run
-    while the pid and start time in its owner file name a running process."""
-    removed = []
-    for d in Path(tempfile.gettempdir()).glob(f"{RUN_DIR_PREFIX}*"):
-        try:
-            pid, start = (d / OWNER_FILE).read_text().split()
-        except (OSError, ValueError):
-            continue  # not ours, or still being created
-        if process_start_time(int(pid)) != start:
-            shutil.rmtree(d, ignore_errors=True)
-            removed.append(d)
-    return removed
-
-
-def _boot_and_collect(scenario: Scenario, gplan: vm_plan.GuestPlan, img: vm_image.Image, binary: str, tmp: Path, *,
-                      seed: int, run_index: int, keep_dir: str | os.PathLike[str] | None,
-                      tcp_probe_path: str | os.PathLike[str] | None, say: Progress) -> Trace:
-    """The per-run initramfs, the boot, and the results; ``tmp`` is removed by the caller."""
-    initrd = tmp / "initrd.cpio"
-    entries = [
-        cpio.file("fairlab/run.sh", gplan.script.encode()),
-        cpio.file("fairlab/modules", ("\n".join(gplan.modules) + "\n").encode()),
-    ]
-    if any(gf.tool == "dccpgen" for gf in gplan.flows):
-        gen = vm_image.dccpgen_binary()
-        if gen is None:
-            raise VmError("this run has DCCP flows and fairlab's DCCP traffic generator is not built (make dccpgen)")
-        entries.append(cpio.file("usr/bin/fairlab-dccpgen", gen.read_bytes(), 0o755))
-    run_archive = cpio.archive(entries)
-    with open(initrd, "wb") as out, open(img.initrd, "rb") as base:
-        while chunk := base.read(1 << 20):
-            out.write(chunk)
-        out.write(run_archive)
-    argv = qemu.command(binary, img.kernel, initrd, kernel_cmdline(seed))
-    flow_seconds = sum(gf.seconds for gf in gplan.flows) + gplan.duration_ns / 1e9
-    timeout = TIMEOUT_BOOT_S + TIMEOUT_PER_FLOW_SECOND * flow_seconds
-    say(f"booting kernel {img.release} in QEMU (virtual time) for {gplan.duration_ns / 1e9:g} s of traffic")
-    try:
-        boot = qemu.boot(argv, timeout_s=timeout)
-    except qemu.QemuError as exc:
-        raise VmError(str(exc)) from None
-    res = tmp / "res"
-    _extract(boot.archive, res)
-    if keep_dir is not None:
-        dest = Path(keep_dir)
-        dest.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(res, dest, dirs_exist_ok=True)
-        (dest / "run.sh").write_text(gplan.script)
-    err = _read(res / "error.txt")
-    if err:
-        raise VmError(f"in the guest: {err.strip()}")
-    trace = _collect(scenario, gplan, res, run_index=run_index)
-    trace = _with_meta(trace, scenario, gplan, img, res, boot, argv, seed=seed, run_index=run_index,
-                       qemu_binary=binary)
-    if tcp_probe_path is not None:
-        trace.meta["vm"]["tcp_probe"] = _write_tcp_probe(res, gplan, Path(tcp_probe_path))
-    return trace
-
-
 def _write_tcp_probe(res: Path, gplan: vm_plan.GuestPlan, dest: Path) -> dict[str, object]:
     """Parse the guest's per-ACK trace into ``dest``; what the run's meta records of it."""
     text = _read(res / "tcp_probe.txt")

@@ -120,6 +120,33 @@ def test_the_kernel_side_keeps_per_cell_the_newest_format_that_has_every_seed():
     assert set(kept[kept["cell"] == a]["share"]) == {40, 60}
 
 
+def test_formats_that_measured_the_same_thing_are_pooled_and_others_are_not():
+    """Format 3 changed only RED and CHOKe (their averaging weight): a DropTail
+    cell's seeds 0-2 in format 2 and 3-5 in format 3 are six seeds of one
+    measurement; a RED cell's format-3 seeds replace its format-2 ones."""
+    tail, red = "htcp-cubic|100ms|1bdp|droptail", "reno-cubic|100ms|1bdp|red"
+    first, more = list(range(grid.SEEDS)), list(range(grid.SEEDS, 2 * grid.SEEDS))
+    rows = pd.concat([
+        _format_rows(tail, 2, first, 65), _format_rows(tail, 3, more, 70),
+        _format_rows(red, 2, first, 16), _format_rows(red, 3, first, 25),
+    ], ignore_index=True)
+    kept = grid.newest_complete_format(rows)
+    assert kept[kept["cell"] == tail]["seed"].nunique() == 2 * grid.SEEDS
+    assert sorted(set(kept[kept["cell"] == tail]["vm_format"])) == [2, 3]
+    assert set(kept[kept["cell"] == red]["vm_format"]) == {3}
+    assert set(kept[(kept["cell"] == red) & (kept["flow"] == 0)]["share"]) == {25}
+
+
+def test_effective_format_follows_what_each_format_changed():
+    from fairlab.backends.vm.plan import VM_FORMAT_VERSION, effective_format
+
+    assert effective_format(3, "droptail") == effective_format(2, "droptail") == 2
+    assert effective_format(3, "codel") == 2
+    assert effective_format(3, "red") == effective_format(3, "choke") == 3
+    assert effective_format(2, "red") == 2 and effective_format(1, "red") == 1
+    assert effective_format(VM_FORMAT_VERSION, "droptail") <= VM_FORMAT_VERSION
+
+
 def test_kernel_runs_are_read_by_their_own_task_so_a_new_run_key_does_not_hide_them(tmp_path, monkeypatch):
     """A store of grid runs whose campaign file no longer matches (here: deleted, as
     after a change of run key) still yields every main run, cell and seed."""

@@ -269,14 +269,21 @@ def _recorded_task(task: Any) -> dict[str, Any] | None:
 def newest_complete_format(vm: pd.DataFrame) -> pd.DataFrame:
     """Per cell, the kernel rows of the newest vm format that has `SEEDS` seeds
     (or, if none has, of the newest format); a seed run twice under one format
-    counts once."""
+    counts once. Formats are compared by what they measured
+    (`backends.vm.plan.effective_format`): a DropTail cell's format-2 and format-3
+    runs are pooled, a RED cell's are not."""
+    from ..backends.vm.plan import effective_format
+
     vm = vm.copy()
     vm["vm_format"] = pd.to_numeric(vm["vm_format"], errors="coerce").fillna(1).astype(int)
-    vm = vm.drop_duplicates(["cell", "seed", "flow", "vm_format"], keep="last")
-    seeds = vm.groupby(["cell", "vm_format"])["seed"].nunique().reset_index()
+    effective = vm.apply(lambda r: effective_format(int(r["vm_format"]), Cell.from_id(r["cell"]).qdisc), axis=1)
+    vm["_effective"] = effective.astype(int) if len(vm) else effective
+    vm = vm.drop_duplicates(["cell", "seed", "flow", "_effective"], keep="last")
+    seeds = vm.groupby(["cell", "_effective"])["seed"].nunique().reset_index()
     seeds["complete"] = seeds["seed"] >= SEEDS
-    best = seeds.sort_values(["complete", "vm_format"]).groupby("cell").tail(1)
-    return vm.merge(best[["cell", "vm_format"]], on=["cell", "vm_format"]).reset_index(drop=True)
+    best = seeds.sort_values(["complete", "_effective"]).groupby("cell").tail(1)
+    kept = vm.merge(best[["cell", "_effective"]], on=["cell", "_effective"])
+    return kept.drop(columns="_effective").reset_index(drop=True)
 
 
 def compare(sim: pd.DataFrame, vm: pd.DataFrame) -> pd.DataFrame:

@@ -48,6 +48,25 @@ from .tcp_probe import INFINITE_SSTHRESH
 #: the one tc derives from its recommended burst (backends/live/kernel_link.py).
 VM_FORMAT_VERSION = 3
 
+#: Which scenarios each format change touched (None: every scenario). A format-3 run
+#: of a DropTail cell was made exactly as a format-2 run, so the two are one
+#: measurement and may be pooled; `effective_format` says which format a run's
+#: measurement really belongs to.
+FORMAT_CHANGED_QDISCS: dict[int, frozenset[str] | None] = {
+    1: None,
+    2: None,
+    3: frozenset({"red", "choke"}),
+}
+
+
+def effective_format(version: int, qdisc: str) -> int:
+    """The newest format, up to ``version``, whose change touched a run with this
+    bottleneck queue discipline: runs with equal effective formats measured the
+    same thing the same way."""
+    touched = [v for v, qdiscs in FORMAT_CHANGED_QDISCS.items()
+               if v <= version and (qdiscs is None or qdisc in qdiscs)]
+    return max(touched) if touched else 1
+
 
 class VmPlanError(VmError):
     """The vm backend cannot run this scenario; the message names the field and the

@@ -263,12 +263,12 @@ impl CongestionControl for Compound {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cc::testpath::{Synth, PATH_MSS};
+    use crate::cc::testpath::Synth;
     use crate::cc::CongestionSignal;
     use netunits::SimDuration;
 
     fn init() -> CcInit {
-        CcInit { mss: PATH_MSS, initial_cwnd_segments: 10, connection_random: 0 }
+        crate::cc::testkit::init(10)
     }
 
     const BASE: SimDuration = SimDuration::from_millis(100);

@@ -390,7 +390,7 @@ mod tests {
         let mut s = Synth::new(lp(LpKernel::Linux2622, 0));
         acks(&mut s, ms_(100), 3);
         assert_eq!(s.cc.indications(), 1);
-        assert_eq!(s.cc.ssthresh(), Lp::new(LpConfig { kernel: LpKernel::Modern }, &CcInit { mss: PATH_MSS, initial_cwnd_segments: 10, connection_random: 0 }).ssthresh());
+        assert_eq!(s.cc.ssthresh(), Lp::new(LpConfig { kernel: LpKernel::Modern }, &lp_init()).ssthresh());
         // Out of the inference period (3 × 100 ms), each ACK adds a segment.
         acks(&mut s, ms_(100), 400);
         let w = s.cwnd();
@@ -439,6 +439,6 @@ mod tests {
     }
 
     fn lp_init() -> CcInit {
-        CcInit { mss: PATH_MSS, initial_cwnd_segments: 10, connection_random: 0 }
+        crate::cc::testkit::init(10)
     }
 }

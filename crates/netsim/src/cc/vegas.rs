@@ -221,7 +221,7 @@ mod tests {
     use netunits::Bandwidth;
 
     fn init() -> CcInit {
-        CcInit { mss: PATH_MSS, initial_cwnd_segments: 10, connection_random: 0 }
+        crate::cc::testkit::init(10)
     }
 
     fn ms(x: u64) -> SimDuration {

@@ -11,7 +11,7 @@ use netunits::{Bandwidth, SimDuration, SimTime};
 const MSS: u64 = 1000;
 
 fn init() -> CcInit {
-    CcInit { mss: MSS, initial_cwnd_segments: 10, connection_random: 0 }
+    crate::cc::testkit::init(10)
 }
 
 /// The configuration most tests use: the PROBE_BW entry phase pinned to 2 (the

@@ -418,9 +418,6 @@ impl DccpSender {
             }
         }
 
-        if self.cwnd >= self.ssthresh {
-            }
-
         while let Some(d) = self.ring.front() {
             if d.state == OUT {
                 break;

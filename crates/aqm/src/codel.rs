@@ -19,7 +19,7 @@
 //! - 1/sqrt(count) is not computed but estimated (`rec_inv_sqrt`, Q0.16) by one
 //!   Newton step per increment of `count`, and on re-entry by one step from the
 //!   last state's estimate. The estimate runs low early in a state (0.5 at count 2
-//!   instead of 0.707), so the second drop comes half an interval after the first.
+//!   instead of 0.707), so the third drop comes half an interval after the second.
 //!
 //! [`CodelVars`] holds one instance of that state machine; FQ-CoDel keeps one per
 //! flow queue.
@@ -156,7 +156,7 @@ pub(crate) struct CodelVars {
 /// x' = x/2 · (3 − count·x²), in Linux's fixed point (`codel_Newton_step`). Linux
 /// takes one step per increment of `count` instead of a square root, so the
 /// estimate lags the exact value: 0.5 rather than 0.707 at count 2, 0.5625 rather
-/// than 0.577 at 3 — the second drop of an episode comes after half an interval.
+/// than 0.577 at 3 — the third drop of an episode comes half an interval after the second.
 fn newton_step(rec_inv_sqrt: u16, count: u32) -> u16 {
     let invsqrt = u64::from(rec_inv_sqrt) << REC_INV_SQRT_SHIFT;
     let invsqrt2 = (invsqrt * invsqrt) >> 32;

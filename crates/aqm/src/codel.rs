@@ -1,4 +1,5 @@
-//! CoDel, Controlled Delay (RFC 8289).
+//! CoDel, Controlled Delay (RFC 8289), as Linux runs it (`sch_codel`,
+//! include/net/codel_impl.h).
 //!
 //! Read this first: CoDel judges the *sojourn time* of each packet at dequeue. While
 //! it has stayed at or above `target` for a whole `interval` (and more than one
@@ -10,12 +11,23 @@
 //! re-entry rule that restarts `count` from the previous cycle's drop rate when the
 //! queue went bad again within `16·interval`.
 //!
+//! Where the kernel's arithmetic differs from the RFC's exact one, this follows the
+//! kernel, which is what fairlab's simulator is judged against (docs/validation/vm.md):
+//! - Time is counted in ticks of 1024 ns (`CODEL_SHIFT`), truncated: target 5 ms is
+//!   4882 ticks, interval 100 ms 97656; a packet may be dropped only when `now` is
+//!   strictly after `first_above_time`.
+//! - 1/sqrt(count) is not computed but estimated (`rec_inv_sqrt`, Q0.16) by one
+//!   Newton step per increment of `count`, and on re-entry by one step from the
+//!   last state's estimate. The estimate runs low early in a state (0.5 at count 2
+//!   instead of 0.707), so the third drop comes half an interval after the second.
+//!
 //! [`CodelVars`] holds one instance of that state machine; FQ-CoDel keeps one per
 //! flow queue.
 //!
 //! Choices where RFC 8289 leaves room:
-//! - `maxpacket` (the "less than one MTU queued" test) is the largest packet seen at
-//!   enqueue so far.
+//! - `maxpacket` (the "at most one MTU queued" test) is the largest packet seen at
+//!   enqueue so far. Linux compares with the device MTU (`psched_mtu`); with
+//!   full-sized segments on the bottleneck both are one full packet.
 //! - With `ecn` on, an ECN-capable packet that would be dropped is marked and sent
 //!   instead, and CoDel behaves as if it had dropped it (`count` rises, the next
 //!   signal is scheduled): the Linux `codel_dequeue` behaviour RFC 8289 §5 alludes to.
@@ -104,7 +116,27 @@ pub(crate) struct CodelParams {
     pub(crate) ecn: bool,
 }
 
-/// RFC 8289 §5's per-queue variables.
+/// Linux CoDel's clock: nanoseconds >> 10, a tick of 1024 ns (`CODEL_SHIFT`,
+/// include/net/codel.h). Every time CoDel compares — sojourn against target,
+/// `first_above_time`, `drop_next` — is in these ticks, truncated, as Linux's are.
+const CODEL_SHIFT: u32 = 10;
+
+/// `t` on CoDel's clock. Linux keeps a wrapping u32 (2199 s of range with its
+/// signed comparisons); a u64 never wraps and compares the same within that range.
+fn ticks(ns: u64) -> u64 {
+    ns >> CODEL_SHIFT
+}
+
+/// Bits of Linux's `rec_inv_sqrt` (a u16): 1/sqrt(count) in Q0.16.
+const REC_INV_SQRT_BITS: u32 = 16;
+/// Shift from `rec_inv_sqrt` to a Q0.32 number.
+const REC_INV_SQRT_SHIFT: u32 = 32 - REC_INV_SQRT_BITS;
+/// `rec_inv_sqrt` for count = 1: 0xFFFF, just below 1.0.
+const REC_INV_SQRT_ONE: u16 = (u32::MAX >> REC_INV_SQRT_SHIFT) as u16;
+
+/// RFC 8289 §5's per-queue variables, kept as Linux keeps them
+/// (include/net/codel_impl.h): times in 1024-ns ticks and 1/sqrt(count) as a
+/// Q0.16 estimate refined by one Newton step per change of `count`.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct CodelVars {
     /// Drops (or marks) since entering the dropping state.
@@ -112,15 +144,42 @@ pub(crate) struct CodelVars {
     /// `count` when the last dropping state was entered.
     lastcount: u32,
     dropping: bool,
-    /// When the sojourn time will have been above target for a full interval.
-    first_above_time: Option<SimTime>,
-    /// When the next drop is due in the dropping state.
-    drop_next: SimTime,
+    /// Estimate of 1/sqrt(count), Q0.16 (Linux `rec_inv_sqrt`).
+    rec_inv_sqrt: u16,
+    /// When (ticks) the sojourn time will have been above target for a full interval.
+    first_above_time: Option<u64>,
+    /// When (ticks) the next drop is due in the dropping state.
+    drop_next: u64,
 }
 
-/// RFC 8289 §5.5: `t + interval / sqrt(count)`.
-fn control_law(t: SimTime, interval: SimDuration, count: u32) -> SimTime {
-    t + SimDuration::from_nanos((interval.as_nanos() as f64 / f64::from(count.max(1)).sqrt()).round() as u64)
+/// One Newton–Raphson step of 1/sqrt(count) from the current estimate x:
+/// x' = x/2 · (3 − count·x²), in Linux's fixed point (`codel_Newton_step`). Linux
+/// takes one step per increment of `count` instead of a square root, so the
+/// estimate lags the exact value: 0.5 rather than 0.707 at count 2, 0.5625 rather
+/// than 0.577 at 3 — the third drop of an episode comes half an interval after the second.
+fn newton_step(rec_inv_sqrt: u16, count: u32) -> u16 {
+    let invsqrt = u64::from(rec_inv_sqrt) << REC_INV_SQRT_SHIFT;
+    let invsqrt2 = (invsqrt * invsqrt) >> 32;
+    // The kernel's u64 arithmetic: the product wraps, the subtraction too.
+    let mut val = (3u64 << 32).wrapping_sub(u64::from(count).wrapping_mul(invsqrt2));
+    val >>= 2; // room for the multiply below
+    val = val.wrapping_mul(invsqrt) >> (32 - 2 + 1);
+    (val >> REC_INV_SQRT_SHIFT) as u16
+}
+
+/// RFC 8289 §5.5's `t + interval / sqrt(count)` as Linux computes it
+/// (`codel_control_law`): interval × rec_inv_sqrt in Q0.32, truncated.
+fn control_law(t: u64, interval: u64, rec_inv_sqrt: u16) -> u64 {
+    t + ((interval * (u64::from(rec_inv_sqrt) << REC_INV_SQRT_SHIFT)) >> 32)
+}
+
+impl CodelParams {
+    fn target_ticks(&self) -> u64 {
+        ticks(self.target.as_nanos())
+    }
+    fn interval_ticks(&self) -> u64 {
+        ticks(self.interval.as_nanos())
+    }
 }
 
 impl CodelVars {
@@ -129,11 +188,12 @@ impl CodelVars {
         self.dropping
     }
 
-    /// RFC 8289 §5.4 `dodequeue`: take the head and say whether it may be dropped.
+    /// RFC 8289 §5.4 `dodequeue` (Linux `codel_should_drop`): take the head and
+    /// say whether it may be dropped.
     fn dodequeue<P: Packet>(
         &mut self,
         p: &CodelParams,
-        now: SimTime,
+        now: u64,
         q: &mut DropTail<Stamped<P>>,
         maxpacket: u64,
     ) -> (Option<Stamped<P>>, bool) {
@@ -141,18 +201,19 @@ impl CodelVars {
             self.first_above_time = None;
             return (None, false);
         };
-        let sojourn = now.saturating_since(s.at);
-        // Below target, or less than one MTU left queued: the queue is fine.
-        if sojourn < p.target || q.len_bytes() <= maxpacket {
+        let sojourn = now.saturating_sub(ticks(s.at.as_nanos()));
+        // Below target, or at most one MTU left queued: the queue is fine.
+        if sojourn < p.target_ticks() || q.len_bytes() <= maxpacket {
             self.first_above_time = None;
             return (Some(s), false);
         }
         match self.first_above_time {
             None => {
-                self.first_above_time = Some(now + p.interval);
+                self.first_above_time = Some(now + p.interval_ticks());
                 (Some(s), false)
             }
-            Some(t) => (Some(s), now >= t),
+            // Strictly after, as Linux's `codel_time_after`.
+            Some(t) => (Some(s), now > t),
         }
     }
 
@@ -167,8 +228,8 @@ impl CodelVars {
         }
     }
 
-    /// RFC 8289 §5.5 `dequeue`. Dropped packets go to `dropped` with
-    /// [`DropReason::Sojourn`]; marks are reported in `marked`.
+    /// RFC 8289 §5.5 `dequeue`, as Linux's `codel_dequeue`. Dropped packets go
+    /// to `dropped` with [`DropReason::Sojourn`]; marks are reported in `marked`.
     pub(crate) fn dequeue<P: Packet>(
         &mut self,
         p: &CodelParams,
@@ -178,6 +239,8 @@ impl CodelVars {
         dropped: &mut Vec<(P, DropReason)>,
         marked: &mut Vec<MarkReason>,
     ) -> Option<P> {
+        let now = ticks(now.as_nanos());
+        let interval = p.interval_ticks();
         let (mut head, mut ok_to_drop) = self.dodequeue(p, now, q, maxpacket);
         let Some(_) = head else {
             self.dropping = false;
@@ -190,18 +253,19 @@ impl CodelVars {
             }
             while self.dropping && now >= self.drop_next {
                 let Some(s) = head.take() else { break };
-                self.count += 1;
+                self.count = self.count.wrapping_add(1);
+                self.rec_inv_sqrt = newton_step(self.rec_inv_sqrt, self.count);
                 match Self::signal(p, s, marked) {
                     Ok(m) => {
                         // Marked instead of dropped: it goes out; schedule the next signal.
-                        self.drop_next = control_law(self.drop_next, p.interval, self.count);
+                        self.drop_next = control_law(self.drop_next, interval, self.rec_inv_sqrt);
                         return Some(m.pkt);
                     }
                     Err(d) => dropped.push((d.pkt, DropReason::Sojourn)),
                 }
                 (head, ok_to_drop) = self.dodequeue(p, now, q, maxpacket);
                 if ok_to_drop {
-                    self.drop_next = control_law(self.drop_next, p.interval, self.count);
+                    self.drop_next = control_law(self.drop_next, interval, self.rec_inv_sqrt);
                 } else {
                     self.dropping = false;
                 }
@@ -217,12 +281,21 @@ impl CodelVars {
             }
             self.dropping = true;
             // If the queue went bad again soon after the last dropping state, start
-            // from that state's drop rate (RFC 8289 §5.5, the Linux variant).
-            let delta = self.count.saturating_sub(self.lastcount);
-            let since_next = now.as_nanos() as i128 - self.drop_next.as_nanos() as i128;
-            self.count = if delta > 1 && since_next < 16 * p.interval.as_nanos() as i128 { delta } else { 1 };
-            self.drop_next = control_law(now, p.interval, self.count);
+            // from that state's drop rate (RFC 8289 §5.5, the Linux variant): count
+            // restarts at the drops of the last state, and 1/sqrt(count) takes ONE
+            // Newton step from the last state's estimate (Linux does not recompute
+            // it; "next Newton steps will correct it").
+            let delta = self.count.wrapping_sub(self.lastcount);
+            let since_next = now as i128 - self.drop_next as i128;
+            if delta > 1 && since_next < 16 * i128::from(interval) {
+                self.count = delta;
+                self.rec_inv_sqrt = newton_step(self.rec_inv_sqrt, self.count);
+            } else {
+                self.count = 1;
+                self.rec_inv_sqrt = REC_INV_SQRT_ONE;
+            }
             self.lastcount = self.count;
+            self.drop_next = control_law(now, interval, self.rec_inv_sqrt);
         }
         head.map(|s| s.pkt)
     }
@@ -330,36 +403,114 @@ mod tests {
         assert!(drops.is_empty() && marks.is_empty());
     }
 
+    /// Linux's 1/sqrt(count) estimates (Q0.16) for count = 1..10, worked by hand
+    /// from `codel_Newton_step`, x' = x/2 · (3 − count·x²) in fixed point, starting
+    /// from 0xFFFF: e.g. count 2: x = 0xFFFF/2^16 ≈ 1, x' = 0.5·(3 − 2) = 0.5 →
+    /// 32769 (the truncations leave it just above 2^15); count 3: 0.5/2 · (3 −
+    /// 3·0.25) = 0.5625 = 36864/2^16 exactly. The exact values would be 46341 and
+    /// 37837.
+    const LINUX_REC_INV_SQRT: [u16; 10] = [65535, 32769, 36864, 31968, 28935, 26481, 24588, 23037, 21746, 20647];
+
     #[test]
-    fn dropping_starts_one_interval_after_sojourn_first_exceeds_target() {
-        // First dequeue at 20 ms already waits 20 ms > 5 ms: first_above_time = 120 ms,
-        // so the first drop is at the first dequeue at or after 120 ms.
-        let (drops, _, _) = run(20, 200, false);
-        assert_eq!(drops.first(), Some(&120));
+    fn one_newton_step_per_count_gives_linux_estimates() {
+        let mut x = REC_INV_SQRT_ONE;
+        assert_eq!(x, LINUX_REC_INV_SQRT[0]);
+        for count in 2..=10u32 {
+            x = newton_step(x, count);
+            assert_eq!(x, LINUX_REC_INV_SQRT[count as usize - 1], "count {count}");
+        }
+        // ... and they converge on 1/sqrt(count): within 1% by count 10.
+        let exact = 65536.0 / 10f64.sqrt();
+        assert!((f64::from(x) - exact).abs() / exact < 0.01, "{x} vs {exact}");
     }
 
     #[test]
-    fn drop_spacing_follows_interval_over_sqrt_count() {
-        // Delay 60 ms: dropping starts at 160 ms with count 1; drop k+1 is due
-        // interval/sqrt(k) after drop k's due time (RFC 8289 §5.5). Dequeues happen on
-        // whole milliseconds, so each drop is seen at the first tick at or after its
-        // due time.
-        let (drops, _, _) = run(60, 1500, false);
-        assert_eq!(drops[0], 160);
-        let mut due: f64 = 160.0 + 100.0;
-        for (k, t) in drops.iter().enumerate().skip(1).take(10) {
-            assert_eq!(*t, due.ceil() as u64, "drop {} at {t} ms, due {due}", k + 1);
-            due += 100.0 / ((k + 1) as f64).sqrt();
+    fn the_clock_ticks_in_1024_ns_units() {
+        // 5 ms = 4882.8 ticks -> 4882; 100 ms = 97656.25 -> 97656 (Linux
+        // `MS2TIME`); 1023 ns is still tick 0.
+        let p = CodelConfig::defaults(&ctx(Limit::Packets(10))).params();
+        assert_eq!((p.target_ticks(), p.interval_ticks()), (4882, 97656));
+        assert_eq!((ticks(1023), ticks(1024), ticks(120_000_000)), (0, 1, 117_187));
+        // control law at count 1: 97656 · 0xFFFF / 2^16 = 97654.5 -> 97654 ticks.
+        assert_eq!(control_law(0, 97656, REC_INV_SQRT_ONE), 97654);
+    }
+
+    #[test]
+    fn dropping_starts_strictly_after_one_interval_on_the_tick_clock() {
+        // First dequeue at 20 ms already waits 20 ms > 5 ms: first_above_time =
+        // tick(20 ms) + 97656 = 19531 + 97656 = 117187, which is tick(120 ms)
+        // (117187.5 truncated). Linux drops only when now is strictly after it, so
+        // not at 120 ms but at 121 ms (tick 118164).
+        let (drops, _, _) = run(20, 200, false);
+        assert_eq!(drops.first(), Some(&121));
+    }
+
+    /// The whole milliseconds at which drops (or marks) k = 1..n fall: drop 1 at
+    /// `first_ms`, then drop k+1 is due interval·rec_inv_sqrt(count k) ticks after
+    /// drop k's due tick (RFC 8289 §5.5 with Linux's estimates), seen by the first
+    /// 1-ms dequeue at or after it.
+    fn linux_schedule(first_ms: u64, n: usize) -> Vec<u64> {
+        let tick_of = |ms: u64| (ms * 1_000_000) >> 10;
+        let mut out = vec![first_ms];
+        let mut due = tick_of(first_ms);
+        for rec in LINUX_REC_INV_SQRT.iter().take(n - 1) {
+            due += (97656 * u64::from(*rec)) >> 16;
+            let mut t = *out.last().unwrap();
+            while tick_of(t) < due {
+                t += 1;
+            }
+            out.push(t);
         }
+        out
+    }
+
+    #[test]
+    fn drop_spacing_follows_linux_control_law() {
+        // Delay 60 ms: first_above_time = 58593 + 97656 = 156249 ticks; 160 ms is
+        // tick 156250, strictly after: drop 1 at 160 ms. Then 260, 310 (not 331: the
+        // count-2 estimate is 0.5, not 0.707), 367, 416, 460, ...
+        let (drops, _, _) = run(60, 1500, false);
+        let want = linux_schedule(160, 10);
+        assert_eq!(want[..5], [160, 260, 310, 367, 416]);
+        assert_eq!(drops[..10], want[..]);
     }
 
     #[test]
     fn ecn_capable_packets_are_marked_on_the_same_schedule() {
         let (drops, marks, _) = run(60, 1500, true);
         assert!(drops.is_empty());
-        assert_eq!(marks[0], 160);
-        assert_eq!(marks[1], 260);
-        assert_eq!(marks[2], (260.0 + 100.0 / 2f64.sqrt()).ceil() as u64);
+        assert_eq!(marks[..10], linux_schedule(160, 10)[..]);
+    }
+
+    #[test]
+    fn reentry_takes_one_newton_step_from_the_last_estimate() {
+        // The last dropping state ended at count 4 (estimate 31968) having entered
+        // at count 1, and its next drop was due at tick 1_000_000. The queue goes
+        // bad again at tick 1_100_000 (< 16 intervals later): count restarts at
+        // 4 − 1 = 3 and the estimate takes ONE step from 31968 with count 3:
+        // x = 0.48779, x/2 · (3 − 3x²) = 0.55759 -> 36542 (exact 1/sqrt(3) would be
+        // 37837); the next drop is due 97656 · 36542 / 2^16 = 54451.9 -> 54451 ticks later.
+        let p = CodelConfig::defaults(&ctx(Limit::Packets(10_000))).params();
+        let now_ticks = 1_100_000u64;
+        let now = SimTime::from_nanos(now_ticks << CODEL_SHIFT);
+        let mut v = CodelVars {
+            count: 4,
+            lastcount: 1,
+            dropping: false,
+            rec_inv_sqrt: 31968,
+            first_above_time: Some(now_ticks - 1),
+            drop_next: 1_000_000,
+        };
+        let mut fifo = DropTail::new(DropTailConfig { limit: Limit::Packets(100) }).unwrap();
+        for i in 0..10 {
+            fifo.push_back(Stamped { pkt: TestPacket::new(i, 0, 1500), at: SimTime::ZERO });
+        }
+        let (mut d, mut m) = (Vec::new(), Vec::new());
+        v.dequeue(&p, now, &mut fifo, 1500, &mut d, &mut m);
+        assert_eq!(d.len(), 1);
+        assert!(v.dropping);
+        assert_eq!((v.count, v.lastcount, v.rec_inv_sqrt), (3, 3, 36542));
+        assert_eq!(v.drop_next, now_ticks + 54451);
     }
 
     #[test]

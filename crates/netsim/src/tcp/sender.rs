@@ -704,8 +704,16 @@ impl TcpSender {
                 self.pace_next = self.pace_next.max(now) + rate.tx_time(len as u64);
             }
         }
-        // RFC 6298 (5.1): start the timer if it is not running.
-        if self.rto_deadline == SimTime::MAX {
+        // RFC 6298 (5.1): start the timer if it is not running. Linux also restarts
+        // it whenever the head of the retransmission queue goes again (unless the
+        // RACK reordering timer holds its one timer slot; `tcp_xmit_retransmit_queue`),
+        // so a lost retransmission that RACK repairs gets a full RTO for the repair:
+        // counting from the last cumulative ACK, a hole whose retransmission was
+        // dropped at a full queue timed out before the second copy's ACK returned,
+        // and the timeout resent the whole window.
+        if self.rto_deadline == SimTime::MAX
+            || (retrans && idx == self.snd_una && self.rack.reo_deadline == SimTime::MAX)
+        {
             self.rto_deadline = now + self.rtt.rto();
         }
     }
@@ -1987,6 +1995,76 @@ mod tests {
         assert_eq!(sent(&mut out).first().map(String::as_str), Some("R0"), "lost retransmission resent");
         assert_eq!(s.rto_count, 0);
         assert!(s.rto_deadline > SimTime::from_millis(205));
+    }
+
+    /// A path on which every transmission's ACK returns 100 ms after it left,
+    /// unless `lost(seq, copy)` drops it (`copy` 0 is the original). The receiver
+    /// ACKs every arrival: cumulative point plus up to three SACK blocks, highest
+    /// first. Returns every transmission as (ms, "seq" or "Rseq").
+    fn run_path(s: &mut TcpSender, until_ms: u64, lost: impl Fn(u64, u32) -> bool) -> Vec<(u64, String)> {
+        use std::collections::{BTreeSet, HashMap};
+        let rtt = SimDuration::from_millis(100);
+        let (mut arrivals, mut got, mut copies) = (Vec::<(SimTime, u64)>::new(), BTreeSet::new(), HashMap::new());
+        let (mut log, mut out) = (Vec::new(), Vec::new());
+        let until = SimTime::from_millis(until_ms);
+        loop {
+            arrivals.sort_by(|a, b| b.cmp(a));
+            let next_ack = arrivals.last().map_or(SimTime::MAX, |a| a.0);
+            let t = next_ack.min(s.next_wakeup());
+            if t > until {
+                break;
+            }
+            if next_ack <= s.next_wakeup() {
+                let (_, seq) = arrivals.pop().unwrap();
+                got.insert(seq);
+                let cum = (0..).find(|k| !got.contains(k)).unwrap();
+                let mut ranges: Vec<(u64, u64)> = Vec::new();
+                for &k in got.range(cum..) {
+                    match ranges.last_mut() {
+                        Some(r) if r.1 == k => r.1 = k + 1,
+                        _ => ranges.push((k, k + 1)),
+                    }
+                }
+                ranges.reverse();
+                ranges.truncate(crate::packet::MAX_SACK_BLOCKS);
+                s.on_ack(t, &ack(cum, &ranges), &mut out);
+            } else {
+                s.on_timer(t, &mut out);
+            }
+            for p in out.drain(..) {
+                let n = copies.entry(p.seq).or_insert(0u32);
+                let retx = p.flags & PF_RETX != 0;
+                log.push((t.as_nanos() / 1_000_000, if retx { format!("R{}", p.seq) } else { p.seq.to_string() }));
+                if !lost(p.seq, *n) {
+                    arrivals.push((t + rtt, p.seq));
+                }
+                *n += 1;
+            }
+        }
+        log
+    }
+
+    #[test]
+    fn retransmitting_the_head_restarts_the_rto_as_linux_does() {
+        // A window of 20 on a 100 ms path; segment 1 and its first three
+        // retransmissions are dropped. By hand: 0..19 leave at 0 ms; 0's ACK at
+        // 100 ms is the only cumulative advance (SRTT 100, RTTVAR 50, RTO =
+        // 100 + max(4·50, 200) = 300 ms; the later SACK samples are 100 ms too), so
+        // the timer counts from there to 400 ms. The SACKs of 2, 3, 4 (100 ms) make
+        // 1 lost: R1 at 100 ms. RACK finds each copy lost one RTT later, when data
+        // sent after it is SACKed: R1 again at 200, 300 and 400 ms. A timer still
+        // counting from the 100 ms ACK fires at 400 ms, right after the fourth
+        // copy, and resends the window. Linux restarts the timer whenever it
+        // retransmits the head (`tcp_xmit_retransmit_queue`), so it runs to
+        // 400 + 300 ms, and the fourth copy's ACK (500 ms) ends the repair first.
+        let mut s = sender(20, true, false);
+        let log = run_path(&mut s, 800, |seq, copy| seq == 1 && copy < 4);
+        let r1: Vec<u64> = log.iter().filter(|(_, x)| x == "R1").map(|(t, _)| *t).collect();
+        assert_eq!(r1, vec![100, 200, 300, 400], "{log:?}");
+        assert_eq!(s.rto_count, 0, "{log:?}");
+        assert!(s.snd_una > 20);
+        // Nothing but segment 1 was ever resent.
+        assert!(log.iter().all(|(_, x)| !x.starts_with('R') || x == "R1"), "{log:?}");
     }
 
     #[test]

@@ -163,3 +163,40 @@ def test_kernel_runs_are_read_by_their_own_task_so_a_new_run_key_does_not_hide_t
     rows = grid.store_results(tmp_path / "s", "vm")
     assert sorted(rows.groupby("cell")["seed"].nunique().items()) == sorted((c.id, 2) for c in cells)
     assert len(rows) == 2 * 2 * 2
+
+
+def test_recording_more_seeds_keeps_the_seeds_a_cell_had(tmp_path):
+    """`--record` merges by run (cell, seed, vm format): a cell's seeds 3-5 added
+    later sit beside its seeds 0-2; a run made again in the same format replaces its
+    old row; another cell is untouched."""
+    from fairlab.cli.validate_cmd import _record
+
+    a, b = "htcp-cubic|100ms|1bdp|droptail", "reno-cubic|100ms|1bdp|droptail"
+    record = tmp_path / "vm.csv"
+    first = pd.concat([_format_rows(a, 2, [0, 1, 2], 65), _format_rows(b, 2, [0, 1, 2], 25)], ignore_index=True)
+    _record(first, record)
+    merged = _record(pd.concat([_format_rows(a, 3, [3, 4, 5], 70), _format_rows(a, 2, [2], 60)], ignore_index=True), record)
+    on_disk = pd.read_csv(record)
+    assert len(on_disk) == len(merged) == 2 * 9
+    flow0 = on_disk[(on_disk["cell"] == a) & (on_disk["flow"] == 0)].set_index("seed")["share"]
+    assert flow0.to_dict() == {0: 65, 1: 65, 2: 60, 3: 70, 4: 70, 5: 70}
+    assert sorted(on_disk[on_disk["cell"] == b]["seed"].unique()) == [0, 1, 2]
+
+
+def test_recorded_kernel_runs_are_not_run_again(tmp_path):
+    """With `--record`, a kernel run the file already holds (same cell and seed, a vm
+    format that measured the same thing) is left out of the campaign; a RED run of an
+    older format is not the same measurement and runs again."""
+    from fairlab.backends.vm.plan import VM_FORMAT_VERSION
+    from fairlab.cli.validate_cmd import _without_recorded_runs
+
+    tail, red = grid.Cell(("reno", "cubic"), 100, 1.0), grid.Cell(("reno", "cubic"), 100, 1.0, "red")
+    (doc,) = grid.campaign_docs([tail, red], runs=4)
+    camp = expand(doc, source="test", backend="vm")
+    seeds = sorted({t.seed for t in camp.tasks}, key=[t.seed for t in camp.tasks].index)
+    recorded = pd.concat([_format_rows(tail.id, 2, seeds[:3], 25), _format_rows(red.id, 2, seeds[:3], 16),
+                          _format_rows(red.id, VM_FORMAT_VERSION, seeds[:1], 25)], ignore_index=True)
+    left = _without_recorded_runs(camp, recorded)
+    todo = sorted((grid.cell_of(t.point).id, seeds.index(t.seed)) for t in left.tasks)
+    assert todo == sorted([(tail.id, 3), (red.id, 1), (red.id, 2), (red.id, 3)])
+    assert _without_recorded_runs(camp, recorded.iloc[0:0]).tasks == camp.tasks

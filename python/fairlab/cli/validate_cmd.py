@@ -34,15 +34,68 @@ def _print_table(table: pd.DataFrame) -> None:
     console.print(t)
 
 
-def _record(vm: pd.DataFrame, record: Path) -> None:
-    """Merge this run's kernel results into ``record``: its cells replace the file's."""
+def _recorded_runs(record: Path | None) -> pd.DataFrame:
+    """The kernel runs already in ``record`` (none when it is absent)."""
     from ..validation import grid
 
-    old = pd.read_csv(record) if record.exists() else pd.DataFrame(columns=grid.RESULT_COLUMNS)
-    merged = pd.concat([old[~old["cell"].isin(set(vm["cell"]))], vm], ignore_index=True)
+    if record is None or not record.exists():
+        return pd.DataFrame(columns=grid.RESULT_COLUMNS)
+    return pd.read_csv(record)
+
+
+def _record(vm: pd.DataFrame, record: Path) -> pd.DataFrame:
+    """Merge this run's kernel results into ``record`` and return the merged rows.
+
+    A run replaces the file's run of the same cell, seed and vm format; every other
+    recorded run is kept, so adding seeds to a cell never loses the ones it had."""
+    from ..validation import grid
+
+    old = _recorded_runs(record)
+    key = ["cell", "seed", "vm_format"]
+    if len(vm):
+        new_keys = pd.MultiIndex.from_frame(vm[key].astype({"seed": "int64", "vm_format": "int64"}))
+        old_keys = pd.MultiIndex.from_frame(old[key].fillna({"vm_format": 1}).astype({"seed": "int64", "vm_format": "int64"}))
+        old = old[~old_keys.isin(new_keys)]
+    merged = pd.concat([old, vm], ignore_index=True) if len(old) else vm.copy()
     record.parent.mkdir(parents=True, exist_ok=True)
-    merged.to_csv(record, index=False, float_format="%.6g")
-    console.print(f"kernel results recorded in {record} ({merged['cell'].nunique()} cells)")
+    merged.reindex(columns=grid.RESULT_COLUMNS).to_csv(record, index=False)
+    console.print(f"kernel results recorded in {record} ({merged['cell'].nunique()} cells, {len(merged.groupby(key))} runs)")
+    return merged
+
+
+def _without_recorded_runs(camp, recorded: pd.DataFrame):
+    """``camp`` less the kernel runs ``recorded`` already holds in a format that
+    measured the same thing (backends.vm.plan.effective_format): `--record` makes
+    the kernel's side resumable across machines, not only within one store."""
+    import dataclasses
+
+    from ..backends.vm.plan import VM_FORMAT_VERSION, effective_format
+    from ..validation import grid
+
+    if not len(recorded):
+        return camp
+    have = set()
+    for r in recorded[["cell", "seed", "vm_format"]].drop_duplicates().itertuples(index=False):
+        qdisc = grid.Cell.from_id(r.cell).qdisc
+        fmt = 1 if pd.isna(r.vm_format) else int(r.vm_format)
+        if effective_format(fmt, qdisc) == effective_format(VM_FORMAT_VERSION, qdisc):
+            have.add((r.cell, int(r.seed)))
+    tasks = [t for t in camp.tasks if (grid.cell_of(t.point).id, int(t.seed)) not in have]
+    skipped = len(camp.tasks) - len(tasks)
+    if skipped:
+        err_console.print(f"vm: {skipped} run(s) already recorded in the same vm format; not run again")
+    return dataclasses.replace(camp, tasks=tasks)
+
+
+def _selection_suffix(cell_ids: list[str] | None) -> str:
+    """A store name's suffix for a `--cell` selection: a campaign store holds one
+    plan, so each selection of cells gets a store of its own (the same selection
+    resumes its store; `--record` carries kernel runs across selections)."""
+    if not cell_ids:
+        return ""
+    import hashlib
+
+    return "-cells-" + hashlib.sha256("\n".join(sorted(set(cell_ids))).encode()).hexdigest()[:10]
 
 
 def validate(
@@ -51,7 +104,9 @@ def validate(
     out: Path = typer.Option(Path("out/validate"), "--out", help="directory for the campaign stores and the report"),
     workers: Optional[int] = typer.Option(None, "--workers", min=1, help="local worker processes (default: all cores)"),
     vm_data: Optional[Path] = typer.Option(None, "--vm-data", help="the kernel's results to compare with (default: those shipped with fairlab; with --backend vm/both, this run's)"),
-    record: Optional[Path] = typer.Option(None, "--record", help="also write the kernel's per-run results (merged with the file's existing cells) to this CSV"),
+    record: Optional[Path] = typer.Option(None, "--record", help="also write the kernel's per-run results to this CSV, merged with the runs it holds; with --backend vm/both, runs it already holds are not run again"),
+    cell_ids: Optional[list[str]] = typer.Option(None, "--cell", metavar="ID", help="run only this cell (repeatable), named as in the table, e.g. 'reno-cubic|100ms|1bdp|droptail'"),
+    seeds: int = typer.Option(3, "--seeds", min=1, max=50, help="kernel seeds per cell (the simulator runs at least 10, the kernel's first)"),
 ) -> None:
     """Run the validation grid and say, cell by cell, whether the simulator agrees
     with the real kernel (±5 points of share, ±0.03 of J of means)."""
@@ -62,17 +117,34 @@ def validate(
     if backend not in SIDES:
         raise UsageError(f"--backend {backend!r} is not known; allowed: {', '.join(SIDES)}")
     try:
-        selected = grid.cells(subset)
+        selected = [grid.Cell.from_id(c) for c in cell_ids] if cell_ids else grid.cells(subset)
     except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(f"--cell: {exc}" if cell_ids else str(exc)) from None
+    unknown = [c.id for c in selected if cell_ids and c not in set(grid.cells("full"))]
+    if unknown:
+        raise UsageError(f"--cell {unknown[0]!r} is not a cell of the grid (docs/validation/vm.md lists them; "
+                         f"e.g. 'reno-cubic|100ms|1bdp|droptail', '8xcubic|25ms|1bdp|droptail')")
     ids = {c.id for c in selected}
     sides = ("sim", "vm") if backend == "both" else (backend,)
+    vm = pd.DataFrame(columns=grid.RESULT_COLUMNS)
+    if backend == "sim":
+        # Find the kernel's side before spending minutes on the simulator's.
+        src = vm_data or committed_vm_results()
+        if not src.exists():
+            raise UsageError(f"{src}: no kernel results to compare with; run `fairlab validate --backend vm` first")
+        vm = grid.newest_complete_format(pd.read_csv(src))
+        vm = vm[vm["cell"].isin(ids)]
+        if vm.empty:
+            raise UsageError(f"{src} has no kernel results for the {len(ids)} cell(s) asked for; "
+                             "run them with --backend vm or both (docs/validation/vm.md)")
     results: dict[str, pd.DataFrame] = {}
     for side in sides:
         parts = []
-        for doc in grid.campaign_docs(selected, runs=grid.SIM_SEEDS if side == "sim" else grid.SEEDS):
+        for doc in grid.campaign_docs(selected, runs=max(grid.SIM_SEEDS, seeds) if side == "sim" else seeds):
             camp = expand(doc, source=f"validation grid ({doc['name']})", backend=side)
-            store_dir = out / side / doc["name"]
+            if side == "vm":
+                camp = _without_recorded_runs(camp, _recorded_runs(record))
+            store_dir = out / side / (doc["name"] + _selection_suffix(cell_ids))
             err_console.print(f"{side}: {doc['name']}: {len(camp.tasks)} runs into {store_dir}")
             try:
                 run_campaign_with_progress(camp, store_dir, workers=workers, dask=None)
@@ -86,24 +158,22 @@ def validate(
     if "vm" in results:
         vm = results["vm"]
         if record is not None:
-            _record(vm, record)
-    else:
-        src = vm_data or committed_vm_results()
-        if not src.exists():
-            raise UsageError(f"{src}: no kernel results to compare with; run `fairlab validate --backend vm` first")
-        vm = pd.read_csv(src)
-    vm = vm[vm["cell"].isin(ids)]
+            # Compare with every recorded run of these cells, not only this call's.
+            vm = _record(vm, record)
+        vm = grid.newest_complete_format(vm)
+        vm = vm[vm["cell"].isin(ids)]
     if "sim" not in results:
         console.print(f"kernel side only: {vm['cell'].nunique()} cells; run with --backend both or sim to compare")
         return
+    missing = len(ids - set(vm["cell"]))
     table = grid.compare(results["sim"], vm)
     out.mkdir(parents=True, exist_ok=True)
     (out / "grid.md").write_text(grid.markdown(table))
     table.to_csv(out / "grid.csv", index=False)
-    missing = len(ids - set(vm["cell"]))
     counts = table["verdict"].value_counts()
     _print_table(table)
     if missing:
-        console.print(f"note: {missing} cell(s) of --subset {escape(subset)} have no kernel results yet")
+        which = "asked for" if cell_ids else f"of --subset {escape(subset)}"
+        console.print(f"note: {missing} cell(s) {which} have no kernel results yet")
     console.print(f"{counts.get('agree', 0)} of {len(table)} cells agree, {counts.get('differs', 0)} differ significantly, "
                   f"{counts.get('inconclusive', 0)} inconclusive (too few seeds to call); table in {out / 'grid.md'}")

@@ -86,15 +86,32 @@ def samples_frame(rows: dict[str, list[Any]]) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+#: How far a measured interval may run from the round value it was asked for: iperf's
+#: timer-driven intervals run long on a busy host (1.0014 s seen for ``-i 1`` while
+#: both cores were loaded), never by half a percent of a sensible ``-i``.
+INTERVAL_SNAP = 0.005
+
+
 def nominal_interval(durations: Any) -> float | None:
-    """The reporting interval: the median of the interval lengths, rounded to 1 ms
-    (iperf's intervals run a few µs long: 1.000166 s is a 1 s interval)."""
+    """The reporting interval asked for: the median of the interval lengths, snapped to
+    the roundest value (whole seconds, then tenths, hundredths, milliseconds) within
+    `INTERVAL_SNAP` of it (iperf's intervals run a few µs to ms long: 1.000166 s and,
+    on a loaded host, 1.0014 s are 1 s intervals)."""
     d = np.asarray(durations, dtype=float)
     d = d[(d > 0) & np.isfinite(d)]
     if not d.size:
         return None
     med = float(np.median(d))
+    for decimals in range(4):
+        r = round(med, decimals)
+        if r > 0 and abs(med - r) <= INTERVAL_SNAP * med:
+            return r
     return round(med, 3) if med >= 0.01 else med
+
+
+def same_interval(a: float, b: float) -> bool:
+    """Whether two files' reporting intervals are one setting (within `INTERVAL_SNAP`)."""
+    return abs(a - b) <= INTERVAL_SNAP * max(a, b)
 
 
 def decode_text(source: str, data: bytes) -> str:

@@ -200,3 +200,54 @@ def test_recorded_kernel_runs_are_not_run_again(tmp_path):
     todo = sorted((grid.cell_of(t.point).id, seeds.index(t.seed)) for t in left.tasks)
     assert todo == sorted([(tail.id, 3), (red.id, 1), (red.id, 2), (red.id, 3)])
     assert _without_recorded_runs(camp, recorded.iloc[0:0]).tasks == camp.tasks
+
+
+def test_every_vm_format_says_what_it_changed():
+    """A new VM_FORMAT_VERSION without an entry in FORMAT_CHANGED_QDISCS would be
+    pooled with older runs it does not measure like; and a run of a format this
+    build does not know is refused rather than guessed."""
+    from fairlab.backends.vm.plan import FORMAT_CHANGED_QDISCS, VM_FORMAT_VERSION, effective_format
+
+    assert sorted(FORMAT_CHANGED_QDISCS) == list(range(1, VM_FORMAT_VERSION + 1))
+    with pytest.raises(ValueError, match="not one this fairlab knows"):
+        effective_format(VM_FORMAT_VERSION + 1, "droptail")
+
+
+def test_an_empty_kernel_side_stays_empty():
+    assert grid.newest_complete_format(pd.DataFrame(columns=grid.RESULT_COLUMNS)).empty
+
+
+@pytest.mark.parametrize("text, says", [
+    ("", "not a table of kernel results"),
+    ("cell,backend,seed\nreno-cubic|100ms|1bdp|droptail,vm,42\n", "missing"),
+    ("cell,seed,flow,share,jain_of_means\nreno-cubic|100ms|1bdp|droptail,,0,20,0.8\n", "line 2: an empty seed"),
+    ("cell,seed,flow,share,jain_of_means\nnot-a-cell,42,0,20,0.8\n", "is not a grid cell id"),
+])
+def test_a_broken_kernel_results_file_is_refused_with_what_is_wrong(tmp_path, text, says):
+    from fairlab.cli.common import UsageError
+    from fairlab.cli.validate_cmd import read_kernel_results
+
+    p = tmp_path / "vm.csv"
+    p.write_text(text)
+    with pytest.raises(UsageError, match=says):
+        read_kernel_results(p)
+
+
+def test_shipped_seeds_are_read_exactly():
+    """Seeds above 2^53 survive reading (a float column would round them, and then
+    recorded runs would not be recognised and would run again)."""
+    from fairlab.cli.validate_cmd import read_kernel_results
+
+    vm = read_kernel_results(committed_vm_results())
+    assert 6349198060258255764 in set(vm["seed"]) and vm["seed"].dtype == "int64"
+
+
+def test_the_cli_refuses_a_broken_kernel_file_and_an_unknown_cell_in_one_sentence(tmp_path):
+    from cli_helpers import fairlab
+
+    bad = tmp_path / "vm.csv"
+    bad.write_text("cell,seed,flow,share,jain_of_means,vm_format\nreno-cubic|100ms|1bdp|droptail,42,0,20,0.8,99\n")
+    r = fairlab("validate", "--vm-data", bad, "--cell", "reno-cubic|100ms|1bdp|droptail", "--out", tmp_path / "o")
+    assert r.returncode == 2 and "vm_format 99 is not one this fairlab knows" in r.stderr and "Traceback" not in r.stderr
+    r = fairlab("validate", "--cell", "reno-cubic|300ms|1bdp|droptail", "--out", tmp_path / "o")
+    assert r.returncode == 2 and "is not a cell of the grid" in r.stderr and "Traceback" not in r.stderr

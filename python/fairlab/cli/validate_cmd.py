@@ -6,6 +6,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 import pandas as pd
 import typer
 from rich.markup import escape
@@ -34,13 +35,51 @@ def _print_table(table: pd.DataFrame) -> None:
     console.print(t)
 
 
+def read_kernel_results(path: Path) -> pd.DataFrame:
+    """Kernel results as `fairlab validate --record` writes them, checked: a file
+    that is not such a table is refused with what is wrong, not a traceback.
+    Seeds are read as exact 64-bit integers (they exceed a float's 2^53)."""
+    from ..validation import grid
+
+    required = ["cell", "seed", "flow", "share", "jain_of_means"]
+    try:
+        df = pd.read_csv(path, dtype={"seed": "Int64", "flow": "Int64"})
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError, TypeError) as exc:
+        raise UsageError(f"{path}: not a table of kernel results ({str(exc).splitlines()[0]}); "
+                         f"expected the CSV `fairlab validate --record` writes, with columns {', '.join(grid.RESULT_COLUMNS)}") from None
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise UsageError(f"{path}: column(s) {', '.join(missing)} missing; expected the CSV `fairlab validate --record` "
+                         f"writes, with columns {', '.join(grid.RESULT_COLUMNS)}")
+    for c in grid.RESULT_COLUMNS:
+        if c not in df.columns:
+            df[c] = 1 if c == "vm_format" else np.nan
+    df["vm_format"] = pd.to_numeric(df["vm_format"], errors="coerce").fillna(1).astype("int64")
+    from ..backends.vm.plan import VM_FORMAT_VERSION
+
+    newer = df[(df["vm_format"] < 1) | (df["vm_format"] > VM_FORMAT_VERSION)]
+    if len(newer):
+        raise UsageError(f"{path}: vm_format {int(newer['vm_format'].iloc[0])} is not one this fairlab knows "
+                         f"(1-{VM_FORMAT_VERSION}); runs of a newer fairlab need that fairlab")
+    blank = df[required].isna().any(axis=1)
+    if blank.any():
+        row = int(np.flatnonzero(blank.to_numpy())[0]) + 2  # + header, 1-based
+        raise UsageError(f"{path}, line {row}: an empty {', '.join(c for c in required if pd.isna(df.iloc[row - 2][c]))}")
+    for cell_id in df["cell"].unique():
+        try:
+            grid.Cell.from_id(str(cell_id))
+        except ValueError as exc:
+            raise UsageError(f"{path}: cell {exc}") from None
+    return df.astype({"seed": "int64", "flow": "int64"})
+
+
 def _recorded_runs(record: Path | None) -> pd.DataFrame:
     """The kernel runs already in ``record`` (none when it is absent)."""
     from ..validation import grid
 
     if record is None or not record.exists():
         return pd.DataFrame(columns=grid.RESULT_COLUMNS)
-    return pd.read_csv(record)
+    return read_kernel_results(record)
 
 
 def _record(vm: pd.DataFrame, record: Path) -> pd.DataFrame:
@@ -87,15 +126,20 @@ def _without_recorded_runs(camp, recorded: pd.DataFrame):
     return dataclasses.replace(camp, tasks=tasks)
 
 
-def _selection_suffix(cell_ids: list[str] | None) -> str:
-    """A store name's suffix for a `--cell` selection: a campaign store holds one
-    plan, so each selection of cells gets a store of its own (the same selection
-    resumes its store; `--record` carries kernel runs across selections)."""
-    if not cell_ids:
-        return ""
-    import hashlib
+def _store_name(name: str, cells: list | None, seeds: int) -> str:
+    """The campaign store's name for this selection: a store holds one plan, so a
+    `--cell` selection and a seed count other than the grid's each get a store of
+    their own (the same selection resumes its store; `--record` carries kernel runs
+    across selections and machines)."""
+    from ..validation import grid
 
-    return "-cells-" + hashlib.sha256("\n".join(sorted(set(cell_ids))).encode()).hexdigest()[:10]
+    if cells:
+        import hashlib
+
+        name += "-cells-" + hashlib.sha256("\n".join(sorted(c.id for c in cells)).encode()).hexdigest()[:10]
+    if seeds != grid.SEEDS:
+        name += f"-{seeds}seeds"
+    return name
 
 
 def validate(
@@ -117,7 +161,7 @@ def validate(
     if backend not in SIDES:
         raise UsageError(f"--backend {backend!r} is not known; allowed: {', '.join(SIDES)}")
     try:
-        selected = [grid.Cell.from_id(c) for c in cell_ids] if cell_ids else grid.cells(subset)
+        selected = list(dict.fromkeys(grid.Cell.from_id(c) for c in cell_ids)) if cell_ids else grid.cells(subset)
     except ValueError as exc:
         raise UsageError(f"--cell: {exc}" if cell_ids else str(exc)) from None
     unknown = [c.id for c in selected if cell_ids and c not in set(grid.cells("full"))]
@@ -132,7 +176,7 @@ def validate(
         src = vm_data or committed_vm_results()
         if not src.exists():
             raise UsageError(f"{src}: no kernel results to compare with; run `fairlab validate --backend vm` first")
-        vm = grid.newest_complete_format(pd.read_csv(src))
+        vm = grid.newest_complete_format(read_kernel_results(src))
         vm = vm[vm["cell"].isin(ids)]
         if vm.empty:
             raise UsageError(f"{src} has no kernel results for the {len(ids)} cell(s) asked for; "
@@ -144,16 +188,17 @@ def validate(
             camp = expand(doc, source=f"validation grid ({doc['name']})", backend=side)
             if side == "vm":
                 camp = _without_recorded_runs(camp, _recorded_runs(record))
-            store_dir = out / side / (doc["name"] + _selection_suffix(cell_ids))
+            store_dir = out / side / _store_name(doc["name"], selected if cell_ids else None, seeds)
             err_console.print(f"{side}: {doc['name']}: {len(camp.tasks)} runs into {store_dir}")
             try:
                 run_campaign_with_progress(camp, store_dir, workers=workers, dask=None)
             except typer.Exit:
                 # Interrupted (the kernel's side takes hours): keep what finished.
                 if side == "vm" and record is not None:
-                    _record(pd.concat([*parts, grid.store_results(store_dir, side)], ignore_index=True), record)
+                    _record(pd.concat([*parts, grid.store_results(store_dir, side, every_format=True)], ignore_index=True), record)
                 raise
-            parts.append(grid.store_results(store_dir, side))
+            # Every kernel run is recorded; which format counts is decided when comparing.
+            parts.append(grid.store_results(store_dir, side, every_format=record is not None))
         results[side] = pd.concat(parts, ignore_index=True)
     if "vm" in results:
         vm = results["vm"]
@@ -166,6 +211,9 @@ def validate(
         console.print(f"kernel side only: {vm['cell'].nunique()} cells; run with --backend both or sim to compare")
         return
     missing = len(ids - set(vm["cell"]))
+    if vm.empty:
+        raise UsageError(f"none of the {len(ids)} cell(s) asked for has kernel results to compare with "
+                         "(did every kernel run fail? the campaign store says why)")
     table = grid.compare(results["sim"], vm)
     out.mkdir(parents=True, exist_ok=True)
     (out / "grid.md").write_text(grid.markdown(table))

@@ -224,7 +224,7 @@ def run_results(trace, cell: Cell, backend: str, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
-def store_results(store_root: Path, backend: str) -> pd.DataFrame:
+def store_results(store_root: Path, backend: str, *, every_format: bool = False) -> pd.DataFrame:
     """Every finished main run of a grid campaign store, as result rows.
 
     The simulator's side is the current campaign's runs only: a run stored under an
@@ -232,7 +232,8 @@ def store_results(store_root: Path, backend: str) -> pd.DataFrame:
     the store, each read by the task its own metadata names, so kernel runs made
     before a change of run key (a new vm format, a new campaign schema) still count;
     where a cell has runs of several vm formats, the newest format that has every
-    seed is kept (the kernel is the same, the harness improved)."""
+    seed is kept (the kernel is the same, the harness improved) unless
+    ``every_format`` asks for every run (to record them all)."""
     from ..campaign.aggregate import campaign_of
     from ..campaign.plan import MAIN
     from ..campaign.store import Store
@@ -251,7 +252,10 @@ def store_results(store_root: Path, backend: str) -> pd.DataFrame:
         if task is None or task.get("kind") != MAIN:
             continue
         parts.append(run_results(trace, cell_of(task["point"]), backend, int(trace.meta.get("seed", 0))))
-    return newest_complete_format(pd.concat(parts, ignore_index=True)) if parts else pd.DataFrame(columns=RESULT_COLUMNS)
+    if not parts:
+        return pd.DataFrame(columns=RESULT_COLUMNS)
+    rows = pd.concat(parts, ignore_index=True)
+    return rows if every_format else newest_complete_format(rows)
 
 
 def _recorded_task(task: Any) -> dict[str, Any] | None:
@@ -274,6 +278,8 @@ def newest_complete_format(vm: pd.DataFrame) -> pd.DataFrame:
     runs are pooled, a RED cell's are not."""
     from ..backends.vm.plan import effective_format
 
+    if vm.empty:
+        return vm.copy()
     vm = vm.copy()
     vm["vm_format"] = pd.to_numeric(vm["vm_format"], errors="coerce").fillna(1).astype(int)
     effective = vm.apply(lambda r: effective_format(int(r["vm_format"]), Cell.from_id(r["cell"]).qdisc), axis=1)

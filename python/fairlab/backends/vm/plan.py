@@ -63,6 +63,10 @@ def effective_format(version: int, qdisc: str) -> int:
     """The newest format, up to ``version``, whose change touched a run with this
     bottleneck queue discipline: runs with equal effective formats measured the
     same thing the same way."""
+    if not 1 <= version <= max(FORMAT_CHANGED_QDISCS):
+        # A format this build does not describe: it cannot say what that format changed.
+        raise ValueError(f"vm format {version} is not one this fairlab knows (1-{max(FORMAT_CHANGED_QDISCS)}); "
+                         "a newer fairlab made that run")
     touched = [v for v, qdiscs in FORMAT_CHANGED_QDISCS.items()
                if v <= version and (qdiscs is None or qdisc in qdiscs)]
     return max(touched) if touched else 1

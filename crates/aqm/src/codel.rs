@@ -27,7 +27,9 @@
 //! Choices where RFC 8289 leaves room:
 //! - `maxpacket` (the "at most one MTU queued" test) is the largest packet seen at
 //!   enqueue so far. Linux compares with the device MTU (`psched_mtu`); with
-//!   full-sized segments on the bottleneck both are one full packet.
+//!   full-sized segments on the bottleneck both are one full packet. The backlog
+//!   compared with it is the whole qdisc's, as in Linux: FQ-CoDel's other flow
+//!   queues count ([`Exemption`]).
 //! - With `ecn` on, an ECN-capable packet that would be dropped is marked and sent
 //!   instead, and CoDel behaves as if it had dropped it (`count` rises, the next
 //!   signal is scheduled): the Linux `codel_dequeue` behaviour RFC 8289 §5 alludes to.
@@ -152,6 +154,18 @@ pub(crate) struct CodelVars {
     drop_next: u64,
 }
 
+/// The "at most one MTU queued" exemption of `codel_should_drop`: no drop while the
+/// qdisc's backlog after the dequeue, `other_backlog` (bytes queued outside this
+/// CoDel instance's queue: FQ-CoDel's other flow queues) plus this queue's, is at
+/// most `mtu`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Exemption {
+    /// One full packet in bytes (see the module doc for how it is chosen).
+    pub(crate) mtu: u64,
+    /// Bytes the qdisc holds outside the queue being dequeued.
+    pub(crate) other_backlog: u64,
+}
+
 /// One Newton–Raphson step of 1/sqrt(count) from the current estimate x:
 /// x' = x/2 · (3 − count·x²), in Linux's fixed point (`codel_Newton_step`). Linux
 /// takes one step per increment of `count` instead of a square root, so the
@@ -195,15 +209,17 @@ impl CodelVars {
         p: &CodelParams,
         now: u64,
         q: &mut DropTail<Stamped<P>>,
-        maxpacket: u64,
+        exempt: Exemption,
     ) -> (Option<Stamped<P>>, bool) {
         let Some(s) = q.pop_front() else {
             self.first_above_time = None;
             return (None, false);
         };
         let sojourn = now.saturating_sub(ticks(s.at.as_nanos()));
-        // Below target, or at most one MTU left queued: the queue is fine.
-        if sojourn < p.target_ticks() || q.len_bytes() <= maxpacket {
+        // Below target, or at most one MTU left queued: the queue is fine. Linux
+        // counts the whole qdisc's backlog here (`codel_should_drop`'s `*backlog`:
+        // FQ-CoDel passes `sch->qstats.backlog`, every flow queue's bytes).
+        if sojourn < p.target_ticks() || exempt.other_backlog + q.len_bytes() <= exempt.mtu {
             self.first_above_time = None;
             return (Some(s), false);
         }
@@ -235,13 +251,22 @@ impl CodelVars {
         p: &CodelParams,
         now: SimTime,
         q: &mut DropTail<Stamped<P>>,
-        maxpacket: u64,
+        exempt: Exemption,
         dropped: &mut Vec<(P, DropReason)>,
         marked: &mut Vec<MarkReason>,
     ) -> Option<P> {
+        if q.len_packets() == 0 {
+            // Linux `codel_dequeue` on an empty queue leaves the dropping state and
+            // nothing else: `first_above_time` survives (it is cleared only when the
+            // drop loop empties the queue, in `codel_should_drop`), so a flow queue of
+            // FQ-CoDel that empties briefly while its packets still wait too long keeps
+            // its clock.
+            self.dropping = false;
+            return None;
+        }
         let now = ticks(now.as_nanos());
         let interval = p.interval_ticks();
-        let (mut head, mut ok_to_drop) = self.dodequeue(p, now, q, maxpacket);
+        let (mut head, mut ok_to_drop) = self.dodequeue(p, now, q, exempt);
         let Some(_) = head else {
             self.dropping = false;
             return None;
@@ -263,7 +288,7 @@ impl CodelVars {
                     }
                     Err(d) => dropped.push((d.pkt, DropReason::Sojourn)),
                 }
-                (head, ok_to_drop) = self.dodequeue(p, now, q, maxpacket);
+                (head, ok_to_drop) = self.dodequeue(p, now, q, exempt);
                 if ok_to_drop {
                     self.drop_next = control_law(self.drop_next, interval, self.rec_inv_sqrt);
                 } else {
@@ -276,7 +301,7 @@ impl CodelVars {
                 Ok(m) => head = Some(m),
                 Err(d) => {
                     dropped.push((d.pkt, DropReason::Sojourn));
-                    (head, _) = self.dodequeue(p, now, q, maxpacket);
+                    (head, _) = self.dodequeue(p, now, q, exempt);
                 }
             }
             self.dropping = true;
@@ -352,7 +377,8 @@ impl<P: Packet> Qdisc<P> for Codel<P> {
         marked: &mut Vec<MarkReason>,
     ) -> Option<P> {
         let params = self.params();
-        self.vars.dequeue(&params, now, &mut self.fifo, self.maxpacket, dropped, marked)
+        let exempt = Exemption { mtu: self.maxpacket, other_backlog: 0 };
+        self.vars.dequeue(&params, now, &mut self.fifo, exempt, dropped, marked)
     }
 
     fn len_bytes(&self) -> u64 {
@@ -506,11 +532,61 @@ mod tests {
             fifo.push_back(Stamped { pkt: TestPacket::new(i, 0, 1500), at: SimTime::ZERO });
         }
         let (mut d, mut m) = (Vec::new(), Vec::new());
-        v.dequeue(&p, now, &mut fifo, 1500, &mut d, &mut m);
+        v.dequeue(&p, now, &mut fifo, Exemption { mtu: 1500, other_backlog: 0 }, &mut d, &mut m);
         assert_eq!(d.len(), 1);
         assert!(v.dropping);
         assert_eq!((v.count, v.lastcount, v.rec_inv_sqrt), (3, 3, 36542));
         assert_eq!(v.drop_next, now_ticks + 54451);
+    }
+
+    /// A queue of one 1500-B packet, enqueued at `at_ms`.
+    fn one_packet(id: u64, at_ms: u64) -> DropTail<Stamped<TestPacket>> {
+        let mut fifo = DropTail::new(DropTailConfig { limit: Limit::Packets(100) }).unwrap();
+        fifo.push_back(Stamped { pkt: TestPacket::new(id, 0, 1500), at: SimTime::from_millis(at_ms) });
+        fifo
+    }
+
+    #[test]
+    fn the_one_mtu_exemption_counts_the_whole_qdiscs_backlog() {
+        // A queue that never holds more than its head, each packet 50 ms old when it
+        // leaves. Alone (nothing else queued) the exemption holds and nothing is ever
+        // dropped. Behind 100 kB in other queues (FQ-CoDel's other flows, which Linux
+        // counts: `sch->qstats.backlog`), the sojourn decides: first_above_time is set
+        // at the first dequeue (50 ms = tick 48828, + 97656 = 146484); 150 ms is tick
+        // 146484 too, not strictly after, so the first drop comes at 151 ms.
+        let p = CodelConfig::defaults(&ctx(Limit::Packets(10_000))).params();
+        for (other, first_drop) in [(0u64, None), (100_000, Some(151u64))] {
+            let mut v = CodelVars::default();
+            let (mut d, mut m) = (Vec::new(), Vec::new());
+            let mut dropped_at = None;
+            for t in 50..400u64 {
+                let mut fifo = one_packet(t, t - 50);
+                v.dequeue(&p, SimTime::from_millis(t), &mut fifo, Exemption { mtu: 1500, other_backlog: other }, &mut d, &mut m);
+                if !d.is_empty() && dropped_at.is_none() {
+                    dropped_at = Some(t);
+                }
+            }
+            assert_eq!(dropped_at, first_drop, "other backlog {other} B");
+        }
+    }
+
+    #[test]
+    fn an_empty_dequeue_leaves_the_dropping_state_but_keeps_first_above_time() {
+        // Linux `codel_dequeue` returns at once on an empty queue, clearing only
+        // `dropping`; the next packet that still waits too long finds the clock running.
+        let p = CodelConfig::defaults(&ctx(Limit::Packets(10_000))).params();
+        let exempt = Exemption { mtu: 1500, other_backlog: 100_000 };
+        let mut v = CodelVars { dropping: true, first_above_time: Some(123_456), ..CodelVars::default() };
+        let mut empty = DropTail::new(DropTailConfig { limit: Limit::Packets(100) }).unwrap();
+        let (mut d, mut m) = (Vec::new(), Vec::new());
+        assert!(v.dequeue::<TestPacket>(&p, SimTime::from_millis(100), &mut empty, exempt, &mut d, &mut m).is_none());
+        assert!(!v.dropping);
+        assert_eq!(v.first_above_time, Some(123_456));
+        // tick(200 ms) = 195312 > 123456: the next late packet may be dropped at once.
+        let mut fifo = one_packet(1, 150);
+        v.dequeue(&p, SimTime::from_millis(200), &mut fifo, exempt, &mut d, &mut m);
+        assert_eq!(d.len(), 1);
+        assert!(v.dropping);
     }
 
     #[test]

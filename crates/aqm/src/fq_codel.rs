@@ -221,7 +221,8 @@ impl<P: Packet> Qdisc<P> for FqCodel<P> {
                 continue;
             }
             let (b0, n0) = (q.fifo.len_bytes(), q.fifo.len_packets());
-            let out = q.codel.dequeue(&params, now, &mut q.fifo, self.maxpacket, dropped, marked);
+            let exempt = crate::codel::Exemption { mtu: self.maxpacket, other_backlog: self.bytes - b0 };
+            let out = q.codel.dequeue(&params, now, &mut q.fifo, exempt, dropped, marked);
             self.bytes -= b0 - q.fifo.len_bytes();
             self.packets -= n0 - q.fifo.len_packets();
             match out {

@@ -200,6 +200,10 @@ def test_recorded_kernel_runs_are_not_run_again(tmp_path):
     todo = sorted((grid.cell_of(t.point).id, seeds.index(t.seed)) for t in left.tasks)
     assert todo == sorted([(tail.id, 3), (red.id, 1), (red.id, 2), (red.id, 3)])
     assert _without_recorded_runs(camp, recorded.iloc[0:0]).tasks == camp.tasks
+    # Runs of another kernel release are not this kernel's: all of them run.
+    recorded["kernel"] = "6.1.0-56-amd64"
+    assert len(_without_recorded_runs(camp, recorded, "6.1.0-56-amd64").tasks) == 4
+    assert _without_recorded_runs(camp, recorded, "6.12.9-custom").tasks == camp.tasks
 
 
 def test_every_vm_format_says_what_it_changed():

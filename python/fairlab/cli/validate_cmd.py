@@ -102,10 +102,13 @@ def _record(vm: pd.DataFrame, record: Path) -> pd.DataFrame:
     return merged
 
 
-def _without_recorded_runs(camp, recorded: pd.DataFrame):
+def _without_recorded_runs(camp, recorded: pd.DataFrame, kernel_release: str | None = None):
     """``camp`` less the kernel runs ``recorded`` already holds in a format that
-    measured the same thing (backends.vm.plan.effective_format): `--record` makes
-    the kernel's side resumable across machines, not only within one store."""
+    measured the same thing (backends.vm.plan.effective_format) and, when
+    ``kernel_release`` is given, on that kernel release (a run of another kernel,
+    your own `fairlab vm build --kernel` among them, is not this kernel's run):
+    `--record` makes the kernel's side resumable across machines, not only within
+    one store. Runs of images that differ only in user-space packages count."""
     import dataclasses
 
     from ..backends.vm.plan import VM_FORMAT_VERSION, effective_format
@@ -114,6 +117,8 @@ def _without_recorded_runs(camp, recorded: pd.DataFrame):
     if not len(recorded):
         return camp
     have = set()
+    if kernel_release is not None:
+        recorded = recorded[recorded["kernel"].astype(str) == kernel_release]
     for r in recorded[["cell", "seed", "vm_format"]].drop_duplicates().itertuples(index=False):
         qdisc = grid.Cell.from_id(r.cell).qdisc
         fmt = 1 if pd.isna(r.vm_format) else int(r.vm_format)
@@ -186,8 +191,11 @@ def validate(
         parts = []
         for doc in grid.campaign_docs(selected, runs=max(grid.SIM_SEEDS, seeds) if side == "sim" else seeds):
             camp = expand(doc, source=f"validation grid ({doc['name']})", backend=side)
-            if side == "vm":
-                camp = _without_recorded_runs(camp, _recorded_runs(record))
+            if side == "vm" and record is not None:
+                from ..backends.vm.image import find
+
+                release = str(find(err_console.print).manifest.get("kernel_release"))
+                camp = _without_recorded_runs(camp, _recorded_runs(record), release)
             store_dir = out / side / _store_name(doc["name"], selected if cell_ids else None, seeds)
             err_console.print(f"{side}: {doc['name']}: {len(camp.tasks)} runs into {store_dir}")
             try:

@@ -255,3 +255,14 @@ def test_the_cli_refuses_a_broken_kernel_file_and_an_unknown_cell_in_one_sentenc
     assert r.returncode == 2 and "vm_format 99 is not one this fairlab knows" in r.stderr and "Traceback" not in r.stderr
     r = fairlab("validate", "--cell", "reno-cubic|300ms|1bdp|droptail", "--out", tmp_path / "o")
     assert r.returncode == 2 and "is not a cell of the grid" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_every_slice_names_a_cell_the_same_way():
+    """A pair has one flow order in every slice (CUBIC first against BBR, as its
+    shipped cells are), so a cell the `core` slice ran is the `full` grid's cell
+    and `--cell` accepts every id the shipped data uses."""
+    full = set(grid.cells("full"))
+    assert set(grid.cells("core")) <= full and set(grid.cells("homogeneous")) <= full
+    shipped = pd.read_csv(committed_vm_results())["cell"].unique()
+    assert all(grid.Cell.from_id(c) in full for c in shipped)
+    assert len(grid.pairs()) == 39 and len({frozenset(p) for p in grid.pairs()}) == 39

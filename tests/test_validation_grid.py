@@ -193,7 +193,7 @@ def test_recorded_kernel_runs_are_not_run_again(tmp_path):
     tail, red = grid.Cell(("reno", "cubic"), 100, 1.0), grid.Cell(("reno", "cubic"), 100, 1.0, "red")
     (doc,) = grid.campaign_docs([tail, red], runs=4)
     camp = expand(doc, source="test", backend="vm")
-    seeds = sorted({t.seed for t in camp.tasks}, key=[t.seed for t in camp.tasks].index)
+    seeds = list(dict.fromkeys(t.seed for t in camp.tasks))  # run order
     recorded = pd.concat([_format_rows(tail.id, 2, seeds[:3], 25), _format_rows(red.id, 2, seeds[:3], 16),
                           _format_rows(red.id, VM_FORMAT_VERSION, seeds[:1], 25)], ignore_index=True)
     left = _without_recorded_runs(camp, recorded)

@@ -93,7 +93,7 @@ def _record(vm: pd.DataFrame, record: Path) -> pd.DataFrame:
     key = ["cell", "seed", "vm_format"]
     if len(vm):
         new_keys = pd.MultiIndex.from_frame(vm[key].astype({"seed": "int64", "vm_format": "int64"}))
-        old_keys = pd.MultiIndex.from_frame(old[key].fillna({"vm_format": 1}).astype({"seed": "int64", "vm_format": "int64"}))
+        old_keys = pd.MultiIndex.from_frame(old[key])  # read_kernel_results made these exact ints
         old = old[~old_keys.isin(new_keys)]
     merged = pd.concat([old, vm], ignore_index=True) if len(old) else vm.copy()
     record.parent.mkdir(parents=True, exist_ok=True)
@@ -121,8 +121,7 @@ def _without_recorded_runs(camp, recorded: pd.DataFrame, kernel_release: str | N
         recorded = recorded[recorded["kernel"].astype(str) == kernel_release]
     for r in recorded[["cell", "seed", "vm_format"]].drop_duplicates().itertuples(index=False):
         qdisc = grid.Cell.from_id(r.cell).qdisc
-        fmt = 1 if pd.isna(r.vm_format) else int(r.vm_format)
-        if effective_format(fmt, qdisc) == effective_format(VM_FORMAT_VERSION, qdisc):
+        if effective_format(int(r.vm_format), qdisc) == effective_format(VM_FORMAT_VERSION, qdisc):
             have.add((r.cell, int(r.seed)))
     tasks = [t for t in camp.tasks if (grid.cell_of(t.point).id, int(t.seed)) not in have]
     skipped = len(camp.tasks) - len(tasks)
@@ -175,7 +174,6 @@ def validate(
                          f"e.g. 'reno-cubic|100ms|1bdp|droptail', '8xcubic|25ms|1bdp|droptail')")
     ids = {c.id for c in selected}
     sides = ("sim", "vm") if backend == "both" else (backend,)
-    vm = pd.DataFrame(columns=grid.RESULT_COLUMNS)
     if backend == "sim":
         # Find the kernel's side before spending minutes on the simulator's.
         src = vm_data or committed_vm_results()

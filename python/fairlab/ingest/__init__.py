@@ -48,7 +48,7 @@ import pandas as pd
 from ..trace import Trace, TraceError
 from . import csv as csv_table
 from . import iperf2, iperf3
-from ._common import MAX_FILE_BYTES, FilePart, same_interval
+from ._common import MAX_FILE_BYTES, FilePart
 
 #: Largest offset `load(offsets=...)` takes, in seconds (a week).
 MAX_OFFSET_S = 7 * 86400.0
@@ -278,9 +278,7 @@ def _load_trace_file(name: str, data: bytes) -> Trace:
 def _assemble(parts: list[FilePart], file_labels: list[str], given: list[float] | None = None) -> Trace:
     notes: list[str] = [n for p in parts for n in p.notes]
     intervals = {p.source: p.interval_s for p in parts if p.interval_s}
-    distinct = sorted({round(v, 3) for v in intervals.values()})
-    if distinct and all(same_interval(v, distinct[0]) for v in distinct):
-        distinct = [min(distinct, key=lambda v: (len(f"{v:g}"), v))]  # the roundest of one setting
+    distinct = sorted({round(v, 3) for v in intervals.values()})  # already snapped to what -i asked for
     if len(distinct) > 1:
         listing = ", ".join(f"{v:g} s in {k}" for k, v in intervals.items())
         raise IngestError(", ".join(intervals), f"report at different intervals ({listing}); one trace needs one "

@@ -109,11 +109,6 @@ def nominal_interval(durations: Any) -> float | None:
     return round(med, 3) if med >= 0.01 else med
 
 
-def same_interval(a: float, b: float) -> bool:
-    """Whether two files' reporting intervals are one setting (within `INTERVAL_SNAP`)."""
-    return abs(a - b) <= INTERVAL_SNAP * max(a, b)
-
-
 def decode_text(source: str, data: bytes) -> str:
     """UTF-8 text of a file, refusing binary content with a reason."""
     if b"\x00" in data[:4096]:

@@ -211,6 +211,13 @@ def test_a_run_is_byte_identical_when_repeated_and_obeys_the_rate(tmp_path, vm_r
     assert received / 8 < a.meta["vm"]["bottleneck_totals"]["bytes"]  # payload < frames that crossed
     # Every drop the queue counted is a segment some sender had to retransmit.
     assert a.samples["retransmits"].sum() >= a.bottleneck["drops"].sum() > 0
+    # Each sender's namespace counted its flow's retransmissions (/proc/net/snmp)
+    # as iperf3 did from the socket (TCP_INFO): two counters, one kernel.
+    counters = a.meta["vm"]["tcp_counters"]
+    for row in a.flows.itertuples():
+        sent_again = int(a.samples.loc[a.samples["flow"] == row.flow, "retransmits"].sum())
+        assert counters["senders"][row.label].get("Tcp.RetransSegs", 0) == sent_again, row.label
+    assert counters["receiver"]["Tcp.InSegs"] > counters["receiver"]["Tcp.OutSegs"] > 0  # it received, ACKed
     assert list(scratch.iterdir()) == []  # each run removed its temporary directory
 
 
@@ -427,6 +434,23 @@ def test_a_truncated_trace_is_an_error_naming_the_file(tmp_path):
     # Lost events are those overwritten and those refused by a full buffer.
     assert lost_events("entries: 5\noverrun: 3\ncommit overrun: 0\ndropped events: 4\n") == 7
     assert lost_events(None) == 0
+
+
+def test_tcp_counters_are_read_from_snmp_and_netstat_by_hand():
+    from fairlab.backends.vm.runner import tcp_counters
+
+    text = "\n".join([
+        "Ip: Forwarding DefaultTTL InReceives", "Ip: 2 64 1234",
+        "Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens InSegs OutSegs RetransSegs InErrs",
+        "Tcp: 1 200 120000 -1 2 41234 80000 153 0",
+        "Udp: InDatagrams NoPorts", "Udp: 0 0",
+        "TcpExt: SyncookiesSent TCPTimeouts TCPLossProbes", "TcpExt: 0 2 17",
+        "IpExt: InNoRoutes", "IpExt: 0",
+    ])
+    # Tcp and TcpExt only, counters only (not the RTO settings), zeros left out.
+    assert tcp_counters(text) == {"Tcp.ActiveOpens": 2, "Tcp.InSegs": 41234, "Tcp.OutSegs": 80000,
+                                  "Tcp.RetransSegs": 153, "TcpExt.TCPTimeouts": 2, "TcpExt.TCPLossProbes": 17}
+    assert tcp_counters(None) == {} and tcp_counters("Tcp: garbled") == {}
 
 
 def test_a_killed_runs_directory_is_removed_by_the_next_run(tmp_path, monkeypatch):

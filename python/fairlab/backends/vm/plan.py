@@ -400,7 +400,7 @@ def _script(resolved: dict[str, Any], flows: list[GuestFlow], child_args: list[s
     lines.append("kill $WATCHDOG 2>/dev/null")
     lines.append("touch $RES/stop-sampler; kill $SAMPLER 2>/dev/null; wait $SAMPLER 2>/dev/null")
     lines.append("sleep 0.5; wait")
-    lines.append("fl_collect_final")
+    lines.append(_quoted(["fl_collect_final", *[f"s{gf.index}" for gf in flows], "d"]))
     return "\n".join(lines) + "\n"
 
 

@@ -341,6 +341,31 @@ def bottleneck_samples(text: str, *, t0_ns: int, run: int) -> pd.DataFrame | Non
     return pd.DataFrame(rows)
 
 
+#: Fields of /proc/net/snmp's Tcp group that are settings, not counters.
+_TCP_CONSTANTS = frozenset({"RtoAlgorithm", "RtoMin", "RtoMax", "MaxConn"})
+
+
+def tcp_counters(text: str | None) -> dict[str, int]:
+    """A namespace's TCP counters from /proc/net/snmp and /proc/net/netstat, as
+    "Group.Name" → value (e.g. "Tcp.RetransSegs", "TcpExt.TCPTimeouts"), only those
+    of the Tcp and TcpExt groups that are not zero. Each file gives a group as a line
+    of names and a line of values, both led by the group's name."""
+    lines = [ln.split() for ln in (text or "").splitlines() if ln.strip()]
+    out: dict[str, int] = {}
+    for names, values in zip(lines, lines[1:]):
+        if not names or names[0] != values[0] or names[0] not in ("Tcp:", "TcpExt:"):
+            continue
+        group = names[0].rstrip(":")
+        for k, v in zip(names[1:], values[1:]):
+            try:
+                n = int(v)
+            except ValueError:
+                break  # a names line paired with the next group's names line
+            if n and k not in _TCP_CONSTANTS:
+                out[f"{group}.{k}"] = n
+    return out
+
+
 def _kv_lines(text: str | None) -> dict[str, str]:
     out = {}
     for line in (text or "").splitlines():
@@ -386,6 +411,12 @@ def _with_meta(trace: Trace, scenario: Scenario, gplan: vm_plan.GuestPlan, img: 
             "qdisc": gplan.qdisc,
             "sysctl_sender": _kv_lines(_read(res / "sysctl-sender.txt")),
             "sysctl_receiver": _kv_lines(_read(res / "sysctl-receiver.txt")),
+            # Each sender's namespace holds one flow's connections (iperf3's data and
+            # control), so its counters are that flow's (docs/vm.md, "TCP counters").
+            "tcp_counters": {
+                "senders": {gf.label: tcp_counters(_read(res / f"netstat-s{gf.index}.txt")) for gf in gplan.flows},
+                "receiver": tcp_counters(_read(res / "netstat-d.txt")),
+            },
             "virtual_s": (t_end - t0) / 1e9 if t_end else None,
             "guest_busy": guest_busy(_read(res / "cpu-start"), _read(res / "cpu-end")),
             "bottleneck_totals": bottleneck_totals(_read(res / "qdisc-final.json")),

@@ -142,7 +142,11 @@ fl_warm_up() {
   wait $_w
 }
 
+# usage: fl_collect_final NAMESPACE... (each one's TCP counters are kept)
 fl_collect_final() {
+  for _n in "$@"; do
+    fl_ns $_n cat /proc/net/snmp /proc/net/netstat > $RES/netstat-$_n.txt 2>&1
+  done
   fl_ns r $TC -s -d -j qdisc show > $RES/qdisc-final.json 2>&1
   fl_ns r $TC -s -d -j class show dev rd > $RES/class-final.json 2>&1
   fl_ns s0 /bin/sysctl -a 2>/dev/null | grep '^net\.ipv4\.tcp_' > $RES/sysctl-sender.txt

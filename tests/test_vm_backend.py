@@ -211,6 +211,13 @@ def test_a_run_is_byte_identical_when_repeated_and_obeys_the_rate(tmp_path, vm_r
     assert received / 8 < a.meta["vm"]["bottleneck_totals"]["bytes"]  # payload < frames that crossed
     # Every drop the queue counted is a segment some sender had to retransmit.
     assert a.samples["retransmits"].sum() >= a.bottleneck["drops"].sum() > 0
+    # Each sender's namespace counted its flow's retransmissions (/proc/net/snmp)
+    # as iperf3 did from the socket (TCP_INFO): two counters, one kernel.
+    counters = a.meta["vm"]["tcp_counters"]
+    for row in a.flows.itertuples():
+        sent_again = int(a.samples.loc[a.samples["flow"] == row.flow, "retransmits"].sum())
+        assert counters["senders"][row.label].get("Tcp.RetransSegs", 0) == sent_again, row.label
+    assert counters["receiver"]["Tcp.InSegs"] > counters["receiver"]["Tcp.OutSegs"] > 0  # it received, ACKed
     assert list(scratch.iterdir()) == []  # each run removed its temporary directory
 
 
@@ -353,6 +360,97 @@ def test_the_per_ack_trace_agrees_with_iperf3s_own_tcp_info(tmp_path, vm_ready):
     # 40 ms), not by the second its first start-up in a boot costs (fl_warm_up).
     late = tr.flows["start_s"] - tr.flows["configured_start_s"]
     assert ((late > 0) & (late < 0.5)).all(), late.tolist()
+
+
+def test_the_trace_buffer_is_sized_for_the_run_by_hand():
+    # One ACK per segment the bottleneck can carry, a tenth more, plus 2,000 per
+    # flow: 100 Mbit/s for 240 s of 1,514-B frames (MSS 1,448 + 66) is 1,981,506
+    # segments -> 2,179,656 + 13 x 2,000 = 2,205,656 events, x 136 B = 292,939 KB.
+    from fairlab.backends.vm.tcp_probe import MAX_PROBE_BUFFER_KB, most_events, probe_buffer_kb
+
+    doc = {"name": "s000", "duration": "240s", "bottleneck": {"rate": "100Mbit", "buffer": "100%bdp"},
+           "flows": [{"cca": "reno", "rtt": "200ms"}] * 13}
+    resolved = Scenario.from_dict(doc).resolve(seed=1)
+    assert most_events(resolved) == 2_205_656
+    assert probe_buffer_kb(resolved) == 292_939 <= MAX_PROBE_BUFFER_KB
+    # A late flow does not stretch the traffic time; a short run gets the minimum.
+    short = {**doc, "duration": "2s", "flows": [{"cca": "reno", "rtt": "20ms"}]}
+    assert probe_buffer_kb(Scenario.from_dict(short).resolve(seed=1)) == 4096
+
+
+def test_a_trace_the_guest_cannot_hold_is_refused_before_booting(tmp_path, vm_ready):
+    # 1 Gbit/s for 60 s may bring 5.5 million ACKs: more than the guest's 320-MB
+    # buffer holds. The run is refused in one sentence that names the limit and a
+    # duration that fits, not lost after an hour of QEMU time.
+    path = tmp_path / "big.toml"
+    path.write_text(textwrap.dedent("""
+        name = "big"
+        duration = "60s"
+        [bottleneck]
+        rate = "1Gbit"
+        buffer = "100%bdp"
+        [[flows]]
+        cca = "reno"
+        rtt = "20ms"
+        [[flows]]
+        cca = "cubic"
+        rtt = "20ms"
+    """))
+    r = fairlab("run", str(path), "--backend", "vm", "--tcp-probe", "--out", str(tmp_path / "o"))
+    assert r.returncode == 2, r.stdout + r.stderr
+    msg = " ".join((r.stdout + r.stderr).split())
+    assert "room for about 2.5 million events (320 MB)" in msg and "5.5 million" in msg, msg
+    assert "`duration` of about 27 s or less" in msg, msg
+    assert "Traceback" not in msg and not (tmp_path / "o" / "big.tcp_probe.parquet").exists()
+
+
+def test_the_guest_script_sizes_the_buffer_only_when_tracing(vm_ready):
+    from fairlab.backends.vm.plan import build
+    from fairlab.backends.vm.tcp_probe import FIRST_RTT_TRACE_KB
+
+    doc = {"name": "o", "duration": "4s", "bottleneck": {"rate": "10Mbit", "buffer": "100%bdp"},
+           "flows": [{"cca": "reno", "rtt": "20ms"}, {"cca": "cubic", "rtt": "20ms"}]}
+    plain = build(Scenario.from_dict(doc), vm_ready, seed=1).script
+    traced = build(Scenario.from_dict(doc), vm_ready, seed=1, tcp_probe=True).script
+    # Untraced: the fixed buffer and the first-round-trip filter (the guest's set-up
+    # of every untraced run, unchanged so that earlier kernel runs stay comparable).
+    assert f"fl_trace_start 5201 5202 {FIRST_RTT_TRACE_KB} 'snd_cwnd <= 10 && ssthresh >= 2147483647'" in plain
+    # Traced: every ACK, in 4 MB (the minimum; 10 Mbit/s for 4 s is ~3,600 segments).
+    assert "fl_trace_start 5201 5202 4096\n" in traced
+
+
+def test_a_truncated_trace_is_an_error_naming_the_file(tmp_path):
+    import gzip
+
+    from fairlab.backends.vm.errors import VmError
+    from fairlab.backends.vm.runner import _trace_text
+    from fairlab.backends.vm.tcp_probe import lost_events
+
+    whole = gzip.compress(b"# tracer: nop\n" * 1000)
+    (tmp_path / "tcp_probe.txt.gz").write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(VmError, match=r"tcp_probe\.txt\.gz\) is not a whole gzip file"):
+        _trace_text(tmp_path)
+    assert _trace_text(tmp_path / "absent") is None
+    # Lost events are those overwritten and those refused by a full buffer.
+    assert lost_events("entries: 5\noverrun: 3\ncommit overrun: 0\ndropped events: 4\n") == 7
+    assert lost_events(None) == 0
+
+
+def test_tcp_counters_are_read_from_snmp_and_netstat_by_hand():
+    from fairlab.backends.vm.runner import tcp_counters
+
+    text = "\n".join([
+        "Ip: Forwarding DefaultTTL InReceives", "Ip: 2 64 1234",
+        "Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens InSegs OutSegs RetransSegs InErrs",
+        "Tcp: 1 200 120000 -1 2 41234 80000 153 0",
+        "Udp: InDatagrams NoPorts", "Udp: 0 0",
+        "TcpExt: SyncookiesSent TCPTimeouts TCPLossProbes", "TcpExt: 0 2 17",
+        "IpExt: InNoRoutes", "IpExt: 0",
+    ])
+    # Tcp and TcpExt only, counters only (not the RTO settings), zeros left out.
+    assert tcp_counters(text) == {"Tcp.ActiveOpens": 2, "Tcp.InSegs": 41234, "Tcp.OutSegs": 80000,
+                                  "Tcp.RetransSegs": 153, "TcpExt.TCPTimeouts": 2, "TcpExt.TCPLossProbes": 17}
+    assert tcp_counters(None) == {} and tcp_counters("Tcp: garbled") == {}
 
 
 def test_a_killed_runs_directory_is_removed_by_the_next_run(tmp_path, monkeypatch):

@@ -24,6 +24,7 @@ line (recorded).
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import os
@@ -171,9 +172,9 @@ def _boot_and_collect(scenario: Scenario, gplan: vm_plan.GuestPlan, img: vm_imag
 
 def _write_tcp_probe(res: Path, gplan: vm_plan.GuestPlan, dest: Path) -> dict[str, object]:
     """Parse the guest's per-ACK trace into ``dest``; what the run's meta records of it."""
-    text = _read(res / "tcp_probe.txt")
+    text = _trace_text(res)
     if text is None:
-        raise VmError("the guest wrote no per-ACK trace (tcp_probe.txt); see run.log in --keep-dir")
+        raise VmError("the guest wrote no per-ACK trace (tcp_probe.txt.gz); see run.log in --keep-dir")
     try:
         frame = tcp_probe.parse(text, t0_ns=_int_file(res / "t0") or 0, first_port=gplan.flows[0].port,
                                 n_flows=len(gplan.flows))
@@ -182,6 +183,16 @@ def _write_tcp_probe(res: Path, gplan: vm_plan.GuestPlan, dest: Path) -> dict[st
     lost = tcp_probe.lost_events(_read(res / "tcp_probe-stats.txt"))
     tcp_probe.write(frame, dest)
     return {"file": dest.name, "events": int(len(frame)), "lost_events": lost}
+
+
+def _trace_text(res: Path) -> str | None:
+    """The guest's trace (gzip-compressed in the results since 2026-11-27)."""
+    try:
+        return gzip.decompress((res / "tcp_probe.txt.gz").read_bytes()).decode("utf-8", "replace")
+    except FileNotFoundError:
+        return None
+    except (OSError, EOFError) as exc:
+        raise VmError(f"the guest's trace (tcp_probe.txt.gz) is not a whole gzip file: {exc}") from None
 
 
 def _extract(archive: bytes, dest: Path) -> None:
@@ -220,7 +231,7 @@ def _collect(scenario: Scenario, gplan: vm_plan.GuestPlan, res: Path, *, run_ind
     interval_s = gplan.interval_ns / 1e9
     specs = scenario.resolve()["flows"]
     try:
-        starts = tcp_probe.data_starts(_read(res / "tcp_probe.txt") or "", t0_ns=t0,
+        starts = tcp_probe.data_starts(_trace_text(res) or "", t0_ns=t0,
                                        ports={gf.port: gf.index for gf in gplan.flows if gf.tool == "iperf3"})
     except tcp_probe.TcpProbeError as exc:
         raise VmError(f"the guest's first-round-trip trace could not be read: {exc}") from None
@@ -330,6 +341,31 @@ def bottleneck_samples(text: str, *, t0_ns: int, run: int) -> pd.DataFrame | Non
     return pd.DataFrame(rows)
 
 
+#: Fields of /proc/net/snmp's Tcp group that are settings, not counters.
+_TCP_CONSTANTS = frozenset({"RtoAlgorithm", "RtoMin", "RtoMax", "MaxConn"})
+
+
+def tcp_counters(text: str | None) -> dict[str, int]:
+    """A namespace's TCP counters from /proc/net/snmp and /proc/net/netstat, as
+    "Group.Name" → value (e.g. "Tcp.RetransSegs", "TcpExt.TCPTimeouts"), only those
+    of the Tcp and TcpExt groups that are not zero. Each file gives a group as a line
+    of names and a line of values, both led by the group's name."""
+    lines = [ln.split() for ln in (text or "").splitlines() if ln.strip()]
+    out: dict[str, int] = {}
+    for names, values in zip(lines, lines[1:]):
+        if not names or names[0] != values[0] or names[0] not in ("Tcp:", "TcpExt:"):
+            continue
+        group = names[0].rstrip(":")
+        for k, v in zip(names[1:], values[1:]):
+            try:
+                n = int(v)
+            except ValueError:
+                break  # a names line paired with the next group's names line
+            if n and k not in _TCP_CONSTANTS:
+                out[f"{group}.{k}"] = n
+    return out
+
+
 def _kv_lines(text: str | None) -> dict[str, str]:
     out = {}
     for line in (text or "").splitlines():
@@ -375,6 +411,12 @@ def _with_meta(trace: Trace, scenario: Scenario, gplan: vm_plan.GuestPlan, img: 
             "qdisc": gplan.qdisc,
             "sysctl_sender": _kv_lines(_read(res / "sysctl-sender.txt")),
             "sysctl_receiver": _kv_lines(_read(res / "sysctl-receiver.txt")),
+            # Each sender's namespace holds one flow's connections (iperf3's data and
+            # control), so its counters are that flow's (docs/vm.md, "TCP counters").
+            "tcp_counters": {
+                "senders": {gf.label: tcp_counters(_read(res / f"netstat-s{gf.index}.txt")) for gf in gplan.flows},
+                "receiver": tcp_counters(_read(res / "netstat-d.txt")),
+            },
             "virtual_s": (t_end - t0) / 1e9 if t_end else None,
             "guest_busy": guest_busy(_read(res / "cpu-start"), _read(res / "cpu-end")),
             "bottleneck_totals": bottleneck_totals(_read(res / "qdisc-final.json")),

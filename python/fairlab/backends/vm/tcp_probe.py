@@ -11,6 +11,8 @@ max(ssthresh, ¾·cwnd) otherwise, so in congestion avoidance it follows ¾ of
 the window and does not show the last reduction; `srtt` in µs (Linux's
 `srtt_us >> 3`), the peer's window, `snd_una` and `snd_nxt`. That is the trace issue 12 asks the simulator's
 controllers to be held against, hook by hook (docs/vm.md, "Per-ACK trace").
+The trace lives in the guest's memory until the flows end, in a ring buffer the
+host sizes for the run (`probe_buffer_kb`), and leaves gzip-compressed.
 """
 
 from __future__ import annotations
@@ -27,6 +29,53 @@ _LINE = re.compile(r"\s(\d+\.\d+): tcp_probe: (.*)$")
 _FIELDS = ("src", "dest", "data_len", "snd_nxt", "snd_una", "snd_cwnd", "ssthresh", "snd_wnd", "srtt")
 COLUMNS = ["t", "flow", "cwnd_segments", "current_ssthresh_segments", "srtt_s", "snd_wnd_bytes", "acked_bytes",
            "outstanding_bytes"]
+
+
+#: The trace buffer of an untraced run, which keeps only each connection's first
+#: round trip (a few events per flow; its size is part of the guest's fixed set-up).
+FIRST_RTT_TRACE_KB = 131072
+
+
+#: Ring-buffer bytes per event on Linux 6.1 (`tcp_probe`'s record and its headers:
+#: 6,400,776 B for 48,788 events, measured 2026-11-27).
+BYTES_PER_EVENT = 136
+#: The largest trace buffer a --tcp-probe run may take of the guest's memory
+#: (`qemu.MEMORY_MB`), leaving the rest to the flows' socket buffers and queues.
+MAX_PROBE_BUFFER_KB = 320 * 1024
+_MIN_PROBE_BUFFER_KB = 4096
+#: Bytes on the bottleneck per full segment: MSS + TCP/IP headers with timestamps
+#: (52) + Ethernet (14).
+_FRAME_OVERHEAD = 66
+
+
+def most_events(resolved: dict) -> int:
+    """An upper bound on the ACKs a --tcp-probe run records: at most one per segment
+    that crosses the bottleneck (a receiver acknowledges every second one, every one
+    out of order), with a tenth more for window updates, plus the connections'
+    set-up and first round trips."""
+    flows = resolved["flows"]
+    start = min(int(f["start_ns"]) for f in flows)
+    end = max(int(f["stop_ns"]) if f["stop_ns"] is not None else int(resolved["duration_ns"]) for f in flows)
+    mss = min(int(f["mss"]) for f in flows)
+    segments = resolved["bottleneck"]["rate_bps"] * max(end - start, 0) / 1e9 / 8 / (mss + _FRAME_OVERHEAD)
+    return int(1.1 * segments) + 2000 * len(flows)
+
+
+def probe_buffer_kb(resolved: dict) -> int:
+    """The trace buffer (KB) a --tcp-probe run of ``resolved`` needs; raises
+    ValueError, naming the limit, when the guest cannot hold it."""
+    events = most_events(resolved)
+    kb = max(_MIN_PROBE_BUFFER_KB, -(-events * BYTES_PER_EVENT // 1024))
+    if kb > MAX_PROBE_BUFFER_KB:
+        rate = resolved["bottleneck"]["rate_bps"]
+        fits = MAX_PROBE_BUFFER_KB * 1024 // BYTES_PER_EVENT
+        shorter = max(1, int(resolved["duration_ns"] / 1e9 * fits / events))
+        raise ValueError(
+            f"--tcp-probe keeps the trace in the guest's memory, room for about {fits / 1e6:.1f} million events "
+            f"({MAX_PROBE_BUFFER_KB // 1024} MB), and this scenario may bring up to {events / 1e6:.1f} million (one "
+            f"per segment at {rate / 1e6:g} Mbit/s while its flows run); trace a shorter run (`duration` of about "
+            f"{shorter} s or less) or a slower bottleneck")
+    return kb
 
 
 class TcpProbeError(ValueError):
@@ -124,9 +173,13 @@ def data_starts(text: str, *, t0_ns: int, ports: dict[int, int]) -> dict[int, fl
 
 
 def lost_events(stats_text: str | None) -> int:
-    """Events the trace buffer dropped (`overrun` in per_cpu/cpu0/stats)."""
-    m = re.search(r"^overrun:\s*(\d+)", stats_text or "", re.M)
-    return int(m.group(1)) if m else 0
+    """Events the trace buffer lost: overwritten (`overrun`) or refused (`dropped
+    events`) in per_cpu/cpu0/stats."""
+    lost = 0
+    for key in ("overrun", "dropped events"):
+        m = re.search(rf"^{key}:\s*(\d+)", stats_text or "", re.M)
+        lost += int(m.group(1)) if m else 0
+    return lost
 
 
 def write(frame: pd.DataFrame, path: Path) -> Path:

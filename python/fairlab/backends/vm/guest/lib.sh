@@ -103,28 +103,31 @@ fl_wait_listening() {
 # Record the senders' TCP state per received segment (the tcp:tcp_probe tracepoint,
 # which fires for each segment an established socket receives) on CLOCK_MONOTONIC,
 # like fl_now. The filter keeps the senders' side (destination port a traffic
-# server's) and whatever FILTER adds: every ACK for --tcp-probe, or only the first
-# round trip of each connection (cwnd at its initial value, ssthresh infinite),
-# which dates each flow's first data segment (runner.data_starts).
-# usage: fl_trace_start FIRST_PORT LAST_PORT [FILTER]
+# server's) and whatever FILTER adds: only the first round trip of each connection
+# (cwnd at its initial value, ssthresh infinite), which dates each flow's first data
+# segment (runner.data_starts). Without a FILTER (--tcp-probe) every ACK is kept,
+# in a trace buffer of BUFFER_KB that the host sized for the run.
+# usage: fl_trace_start FIRST_PORT LAST_PORT BUFFER_KB [FILTER]
 fl_trace_start() {
   _t=/sys/kernel/tracing
   mount -t tracefs nodev $_t 2>/dev/null || [ -d $_t/events ] || fl_fail "could not mount tracefs"
   [ -d $_t/events/tcp/tcp_probe ] || fl_fail "the guest kernel has no tcp:tcp_probe tracepoint"
   echo mono > $_t/trace_clock || fl_fail "the guest kernel has no mono trace clock"
-  echo 131072 > $_t/buffer_size_kb || fl_fail "could not size the trace buffer"
+  echo $3 > $_t/buffer_size_kb || fl_fail "could not size the trace buffer ($3 KB)"
   _f="dport >= $1 && dport <= $2"
-  [ -n "${3:-}" ] && _f="$_f && $3"
+  [ -n "${4:-}" ] && _f="$_f && $4"
   echo "$_f" > $_t/events/tcp/tcp_probe/filter || fl_fail "could not filter tcp_probe"
   echo 1 > $_t/events/tcp/tcp_probe/enable || fl_fail "could not enable tcp_probe"
   echo 1 > $_t/tracing_on
 }
 
+# The trace leaves compressed (a million ACKs are ~250 MB of text, more than the
+# guest can hold twice); the flows have ended, so this costs no measured time.
 fl_trace_stop() {
   _t=/sys/kernel/tracing
   echo 0 > $_t/tracing_on
   cat $_t/per_cpu/cpu0/stats > $RES/tcp_probe-stats.txt
-  cat $_t/trace > $RES/tcp_probe.txt
+  cat $_t/trace | gzip -n > $RES/tcp_probe.txt.gz
 }
 
 # The first iperf3 of a boot costs about a second of virtual time before it
@@ -139,7 +142,11 @@ fl_warm_up() {
   wait $_w
 }
 
+# usage: fl_collect_final NAMESPACE... (each one's TCP counters are kept)
 fl_collect_final() {
+  for _n in "$@"; do
+    fl_ns $_n cat /proc/net/snmp /proc/net/netstat > $RES/netstat-$_n.txt 2>&1
+  done
   fl_ns r $TC -s -d -j qdisc show > $RES/qdisc-final.json 2>&1
   fl_ns r $TC -s -d -j class show dev rd > $RES/class-final.json 2>&1
   fl_ns s0 /bin/sysctl -a 2>/dev/null | grep '^net\.ipv4\.tcp_' > $RES/sysctl-sender.txt
@@ -149,7 +156,7 @@ fl_collect_final() {
 
 fl_export() {
   echo "$(fl_now)" > $RES/t_end
-  cd $RES && tar cf /tmp/res.tar . && gzip -9 -n /tmp/res.tar
+  cd $RES && tar cf - . | gzip -9 -n > /tmp/res.tar.gz
   _sum=$(sha256sum /tmp/res.tar.gz | cut -d' ' -f1)
   echo "@@FAIRLAB-RESULT-BEGIN"
   base64 /tmp/res.tar.gz

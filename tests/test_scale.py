@@ -309,3 +309,29 @@ def test_fairlab_run_imports_only_what_a_simulated_run_needs(tmp_path):
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "out" / "two.parquet").exists()
     assert r.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_the_terminal_shows_a_few_of_many_flows_and_says_where_the_rest_are(tmp_path):
+    # 100 flows in a plain CSV: the per-flow tables print flows 0-14 and 95-99 and
+    # one line for the 80 left out; --json still carries every flow.
+    from cli_helpers import fairlab
+
+    rows = ["time,flow,throughput_Mbps"]
+    for f in range(100):
+        rows += [f"{t},f{f:03d},{1 + f / 100}" for t in range(1, 6)]
+    path = tmp_path / "many.csv"
+    path.write_text("\n".join(rows) + "\n")
+    r = fairlab("analyze", str(path))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "… 80 more flows (all of them: --json, or the trace file)" in out
+    shown = [f"f{k:03d}" for k in (*range(15), *range(95, 100))]
+    assert all(s in out for s in shown) and "f015" not in out and "f094" not in out
+    doc = fairlab("analyze", str(path), "--json")
+    assert doc.returncode == 0 and all(f"f{k:03d}" in doc.stdout for k in range(100))
+    # 40 flows or fewer: every one.
+    few = tmp_path / "few.csv"
+    few.write_text("\n".join(["time,flow,throughput_Mbps"] + [f"{t},g{f:02d},1" for f in range(40) for t in range(1, 6)]) + "\n")
+    r = fairlab("analyze", str(few))
+    assert r.returncode == 0 and "more flows" not in r.stdout
+    assert all(f"g{k:02d}" in r.stdout for k in range(40))

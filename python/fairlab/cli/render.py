@@ -21,6 +21,32 @@ CASE_COMMENT = {
 }
 
 
+#: A per-flow table prints every flow up to this many; beyond, the first and last
+#: few and a line saying where the rest are (rich needs ~0.5 s per 1,000 rows, and
+#: a terminal of 10,000 rows is read by nobody).
+MAX_FLOW_ROWS = 40
+_HEAD_ROWS, _TAIL_ROWS = 15, 5
+
+
+def shown_flows(n: int) -> list[int | None]:
+    """Indices of the flows a per-flow table prints, in order; None marks where
+    the ones left out would be."""
+    if n <= MAX_FLOW_ROWS:
+        return list(range(n))
+    return [*range(_HEAD_ROWS), None, *range(n - _TAIL_ROWS, n)]
+
+
+def _add_flow_rows(t: Table, n: int, row) -> None:
+    """Add ``row(i)`` for each flow shown, and one line for those left out."""
+    for i in shown_flows(n):
+        if i is None:
+            hidden = n - _HEAD_ROWS - _TAIL_ROWS
+            t.add_row(f"[dim]… {hidden} more flows (all of them: --json, or the trace file)[/]",
+                      *[""] * (len(t.columns) - 1))
+        else:
+            t.add_row(*row(i))
+
+
 def fmt_seconds(s: float | None) -> str:
     return "—" if s is None else f"{s:g} s"
 
@@ -40,15 +66,17 @@ def print_analysis(trace: Trace, a: Analysis, inputs: list[str]) -> None:
     t = Table(title="Flows over the window", title_justify="left")
     for col, just in (("flow", "left"), ("cca", "left"), ("mean throughput", "right"), ("samples", "right"), ("retransmits", "right"), ("mean sRTT", "right")):
         t.add_column(col, justify=just, overflow="fold")
-    for f in a.flows:
-        t.add_row(
-            f.label,
+    def flow_row(i: int) -> list[str]:
+        f = a.flows[i]
+        return [
+            escape(f.label),
             f.cca or "—",
             fmt_rate(f.mean_bps),
             str(f.samples),
             "—" if f.retransmits is None else str(f.retransmits),
             "—" if f.mean_srtt_s is None else f"{f.mean_srtt_s * 1e3:.1f} ms",
-        )
+        ]
+    _add_flow_rows(t, len(a.flows), flow_row)
     console.print(t)
 
     j = Table(title="Jain's fairness index", title_justify="left")
@@ -66,15 +94,17 @@ def print_analysis(trace: Trace, a: Analysis, inputs: list[str]) -> None:
         nt = Table(title=f"Normalised Resource Usage ({cite('000')})", title_justify="left")
         for col in ("flow", "expected", "U_n (dB)", "σ_n (dB)", "S_n", "T_U"):
             nt.add_column(col, justify="left" if col == "flow" else "right")
-        for i, fl in enumerate(n.flows):
-            nt.add_row(
-                fl.label or str(fl.flow),
+        def nru_row(i: int) -> list[str]:
+            fl = n.flows[i]
+            return [
+                escape(fl.label or str(fl.flow)),
                 fmt_rate(a.expected_bps[i]) if a.expected_bps else "—",
                 fmt_num(fl.u),
                 fmt_num(fl.sigma),
                 fmt_num(fl.stability),
                 fmt_seconds(a.flow_convergence[i]) if a.flow_convergence else "—",
-            )
+            ]
+        _add_flow_rows(nt, len(n.flows), nru_row)
         console.print(nt)
         console.print(
             f"system NRU tuple ⟨U_N+, U_N−, S_N⟩ = {n.tuple_str()}   U_N = {fmt_num(n.u_mean)} dB   "
@@ -89,11 +119,12 @@ def print_analysis(trace: Trace, a: Analysis, inputs: list[str]) -> None:
         h.add_column("throughput harm", justify="right")
         if a.latency_harm is not None:
             h.add_column("latency harm", justify="right")
-        for i, f in enumerate(a.flows):
-            row = [f.label, fmt_num(a.harm.per_flow[i], 3)]
+        def harm_row(i: int) -> list[str]:
+            row = [escape(a.flows[i].label), fmt_num(a.harm.per_flow[i], 3)]
             if a.latency_harm is not None:
                 row.append(fmt_num(a.latency_harm.per_flow[i], 3))
-            h.add_row(*row)
+            return row
+        _add_flow_rows(h, len(a.flows), harm_row)
         console.print(h)
         console.print(f"throughput harm: mean {fmt_num(a.harm.mean, 3)}, worst {fmt_num(a.harm.max, 3)}")
 

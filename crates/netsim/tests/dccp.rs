@@ -33,14 +33,25 @@ fn ccid2_never_retransmits_and_delivers_each_datagram_once() {
 }
 
 /// Seed 001 set-up at 100 Mb/s, 50 ms, 1-BDP buffer, 300 s: flow `a` from 0 s,
-/// flow `b` from 30 s; mean J(t) over 60–300 s.
+/// flow `b` from 30 s; mean J(t) over 60–300 s, averaged over seeds 1–6 as the
+/// paper averaged its runs (one seed alone lands on one of two outcomes: CCID2 vs
+/// NewReno gave 0.844 or 0.871 by seed, before Reno's ssthresh followed Linux
+/// 0.873 or 0.793).
 fn seed001_pair_jain(a: &str, b: &str) -> f64 {
     let rate = 100_000_000;
-    let mut s = dumbbell(rate, bdp_packets(rate, 50, 1.0), 300);
-    s.start_jitter_ns = 10 * MS;
-    s.flows.push(flow(a, 50, 0));
-    s.flows.push(flow(b, 50, 30));
-    mean_jain(&go(&s), 2, 60, 300)
+    let seeds = 1..=6u64;
+    let n = seeds.clone().count() as f64;
+    seeds
+        .map(|seed| {
+            let mut s = dumbbell(rate, bdp_packets(rate, 50, 1.0), 300);
+            s.seed = seed;
+            s.start_jitter_ns = 10 * MS;
+            s.flows.push(flow(a, 50, 0));
+            s.flows.push(flow(b, 50, 30));
+            mean_jain(&go(&s), 2, 60, 300)
+        })
+        .sum::<f64>()
+        / n
 }
 
 #[test]

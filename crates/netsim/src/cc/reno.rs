@@ -10,10 +10,16 @@
 //! - Congestion avoidance (RFC 5681 §3.1, RFC 3465 §2.1): a byte counter collects
 //!   acknowledged bytes; each time it reaches cwnd, cwnd grows by one SMSS, i.e.
 //!   +1 SMSS per window of data acknowledged.
-//! - Loss episode (RFC 5681 Eq. 4, RFC 6675 §5): ssthresh = max(FlightSize/2,
-//!   2·SMSS), cwnd = ssthresh. The sender calls us once per episode; ACKs during
-//!   recovery (`ack.in_recovery`) never grow the window.
-//! - RTO (RFC 5681 §3.1): ssthresh as above, cwnd = 1 SMSS (the loss window).
+//! - Loss episode (Linux `tcp_reno_ssthresh`): ssthresh = max(cwnd/2, 2·SMSS),
+//!   cwnd = ssthresh. The sender calls us once per episode; ACKs during
+//!   recovery (`ack.in_recovery`) never grow the window. RFC 5681 Eq. 4 halves
+//!   FlightSize instead; the two differ when cwnd is above what is in flight — a
+//!   sender held by the receive window, whose cwnd Linux keeps growing in slow
+//!   start up to twice what is outstanding (`tcp_is_cwnd_limited`). On the vm
+//!   backend such a Reno (Illinois vs Reno, 100 ms, 2.5 MB window) left slow start
+//!   with ssthresh 1,014 from a cwnd of ~2,028 while at most 1,726 segments were
+//!   out; FlightSize/2 had given 859 (docs/validation/vm.md).
+//! - RTO (Linux `tcp_enter_loss`): ssthresh as above, cwnd = 1 SMSS (the loss window).
 //! - Idle restart (RFC 5681 §4.1): cwnd = min(cwnd, RW), RW = min(IW, cwnd).
 //! - Spurious undo (RFC 3522 / Linux `tcp_undo_cwnd_reduction`): cwnd and
 //!   ssthresh go back to at least their pre-reduction values.
@@ -24,10 +30,9 @@
 //! hook by hook): the congestion-avoidance increase is the same (+1 segment
 //! per cwnd of acknowledged segments, counted per segment, not per ACK; a
 //! stretch ACK that covers more than a window earns only one segment here where
-//! `tcp_cong_avoid_ai` credits ⌊acked/cwnd⌋). Deliberate differences, both
+//! `tcp_cong_avoid_ai` credits ⌊acked/cwnd⌋). A deliberate difference,
 //! invisible with full-sized segments and ACKs of at most two segments: slow
-//! start counts at most L = 2 segments per ACK (RFC 3465; Linux counts all),
-//! and ssthresh halves FlightSize (RFC 5681 Eq. 4) where Linux halves cwnd.
+//! start counts at most L = 2 segments per ACK (RFC 3465; Linux counts all).
 //! The delay-based modules' Reno parts use Linux's own arithmetic
 //! (`seg_reno.rs`).
 
@@ -90,9 +95,9 @@ impl Reno {
         Ok(Box::new(Reno::new(RenoConfig::from_params(p)?, init)))
     }
 
-    /// RFC 5681 Eq. 4.
-    fn halved(&self, flight: u64) -> u64 {
-        (flight / 2).max(2 * self.mss)
+    /// Linux `tcp_reno_ssthresh`: half the window, at least two segments.
+    fn halved(&self) -> u64 {
+        (self.cwnd / 2).max(2 * self.mss)
     }
 }
 
@@ -133,16 +138,16 @@ impl CongestionControl for Reno {
         }
     }
 
-    fn on_congestion_event(&mut self, ev: &CongestionEvent) {
+    fn on_congestion_event(&mut self, _ev: &CongestionEvent) {
         self.prior = Some((self.cwnd, self.ssthresh));
-        self.ssthresh = self.halved(ev.in_flight);
+        self.ssthresh = self.halved();
         self.cwnd = self.ssthresh;
         self.bytes_acked = 0;
     }
 
-    fn on_rto(&mut self, _now: SimTime, in_flight: u64) {
+    fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
         self.prior = Some((self.cwnd, self.ssthresh));
-        self.ssthresh = self.halved(in_flight);
+        self.ssthresh = self.halved();
         self.cwnd = self.mss;
         self.bytes_acked = 0;
     }
@@ -172,6 +177,7 @@ impl CongestionControl for Reno {
 #[cfg(test)]
 mod tests {
     use super::super::testkit::{init, params, Harness, MSS};
+    use super::super::CongestionSignal;
     use super::*;
     use netunits::SimDuration;
 
@@ -222,7 +228,7 @@ mod tests {
     }
 
     #[test]
-    fn loss_sets_ssthresh_to_half_the_flight_once_per_episode() {
+    fn loss_sets_ssthresh_to_half_the_window_once_per_episode() {
         let mut h = reno(10);
         h.grow_to(64);
         let flight = h.cc.cwnd();
@@ -236,6 +242,30 @@ mod tests {
         assert_eq!(h.cc.cwnd(), flight / 2);
         h.exit_recovery();
         assert_eq!(h.cc.cwnd(), flight / 2);
+    }
+
+    #[test]
+    fn loss_halves_the_window_not_the_flight_as_linux() {
+        // A sender held by the receive window: cwnd 2,028 segments, 1,726 in
+        // flight (the vm trace of Illinois vs Reno). Linux's tcp_reno_ssthresh
+        // gives 1,014; RFC 5681's FlightSize/2 would give 863.
+        let mut h = reno(10);
+        h.grow_to(2028);
+        let ev = CongestionEvent {
+            now: h.now,
+            signal: CongestionSignal::Loss,
+            in_flight: 1726 * MSS,
+            srtt: h.rtt,
+            min_rtt: h.min_rtt,
+        };
+        h.cc.on_congestion_event(&ev);
+        assert_eq!(h.cc.ssthresh(), 1014 * MSS);
+        assert_eq!(h.cc.cwnd(), 1014 * MSS);
+        // An RTO likewise halves the window, whatever is in flight.
+        let mut r = reno(10);
+        r.grow_to(100);
+        r.cc.on_rto(r.now, 10 * MSS);
+        assert_eq!((r.cc.ssthresh(), r.cc.cwnd()), (50 * MSS, MSS));
     }
 
     #[test]

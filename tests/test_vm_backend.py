@@ -211,12 +211,20 @@ def test_a_run_is_byte_identical_when_repeated_and_obeys_the_rate(tmp_path, vm_r
     assert received / 8 < a.meta["vm"]["bottleneck_totals"]["bytes"]  # payload < frames that crossed
     # Every drop the queue counted is a segment some sender had to retransmit.
     assert a.samples["retransmits"].sum() >= a.bottleneck["drops"].sum() > 0
-    # Each sender's namespace counted its flow's retransmissions (/proc/net/snmp)
-    # as iperf3 did from the socket (TCP_INFO): two counters, one kernel.
+    # Each sender's namespace counted its flow's retransmissions (/proc/net/snmp),
+    # as iperf3 did from the socket (TCP_INFO) interval by interval: two counters,
+    # one kernel. The namespace's counter also sees what iperf3 reports in no
+    # sample (the final remainder interval, dropped as noise; the connection's
+    # close), so it may exceed the samples' sum by a few, never fall below it; and
+    # every drop the queue counted was retransmitted by some sender.
     counters = a.meta["vm"]["tcp_counters"]
+    total = 0
     for row in a.flows.itertuples():
         sent_again = int(a.samples.loc[a.samples["flow"] == row.flow, "retransmits"].sum())
-        assert counters["senders"][row.label].get("Tcp.RetransSegs", 0) == sent_again, row.label
+        counted = counters["senders"][row.label].get("Tcp.RetransSegs", 0)
+        assert sent_again <= counted <= sent_again + max(3, sent_again // 10), (row.label, counted, sent_again)
+        total += counted
+    assert total >= a.meta["vm"]["bottleneck_totals"]["drops"]
     assert counters["receiver"]["Tcp.InSegs"] > counters["receiver"]["Tcp.OutSegs"] > 0  # it received, ACKed
     assert list(scratch.iterdir()) == []  # each run removed its temporary directory
 

@@ -390,26 +390,14 @@ def test_a_trace_the_guest_cannot_hold_is_refused_before_booting(tmp_path, vm_re
     # 1 Gbit/s for 60 s may bring 5.5 million ACKs: more than the guest's 320-MB
     # buffer holds. The run is refused in one sentence that names the limit and a
     # duration that fits, not lost after an hour of QEMU time.
-    path = tmp_path / "big.toml"
-    path.write_text(textwrap.dedent("""
-        name = "big"
-        duration = "60s"
-        [bottleneck]
-        rate = "1Gbit"
-        buffer = "100%bdp"
-        [[flows]]
-        cca = "reno"
-        rtt = "20ms"
-        [[flows]]
-        cca = "cubic"
-        rtt = "20ms"
-    """))
-    r = fairlab("run", str(path), "--backend", "vm", "--tcp-probe", "--out", str(tmp_path / "o"))
+    path = _scenario(tmp_path, duration="60s")
+    r = fairlab("run", str(path), "--set", "bottleneck.rate=1Gbit", "--backend", "vm", "--tcp-probe",
+                "--out", str(tmp_path / "o"))
     assert r.returncode == 2, r.stdout + r.stderr
     msg = " ".join((r.stdout + r.stderr).split())
     assert "room for about 2.5 million events (320 MB)" in msg and "5.5 million" in msg, msg
     assert "`duration` of about 27 s or less" in msg, msg
-    assert "Traceback" not in msg and not (tmp_path / "o" / "big.tcp_probe.parquet").exists()
+    assert "Traceback" not in msg and not (tmp_path / "o" / "vm-e2e.tcp_probe.parquet").exists()
 
 
 def test_the_guest_script_sizes_the_buffer_only_when_tracing(vm_ready):

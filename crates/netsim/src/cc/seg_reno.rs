@@ -140,7 +140,7 @@ impl AckRounds {
     /// Account an ACK; true if it ended the current round (and started the next).
     pub(crate) fn on_ack(&mut self, ack: &AckSample) -> bool {
         self.acked_total += ack.acked_bytes;
-        if self.acked_total >= self.end_mark {
+        if self.acked_total > self.end_mark {
             self.end_mark = self.acked_total + ack.in_flight.max(1);
             true
         } else {
@@ -203,6 +203,7 @@ impl RttRounds {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use netunits::SimTime;
 
     #[test]
     fn slow_start_adds_one_per_acked_segment_and_stops_at_ssthresh() {
@@ -247,5 +248,40 @@ mod tests {
         let mut small = SegReno::new(3);
         small.halve();
         assert_eq!(small.ssthresh, 2, "floored at 2 segments");
+    }
+
+    /// One MSS-sized ACK at a time, with `in_flight` bytes left outstanding after it.
+    fn seg_ack(in_flight: u64) -> AckSample {
+        let srtt = SimDuration::from_millis(100);
+        AckSample {
+            now: SimTime::from_millis(1),
+            acked_bytes: 1000,
+            acked_segments: 1,
+            rtt: Some(srtt),
+            srtt,
+            min_rtt: srtt,
+            prior_in_flight: in_flight + 1000,
+            in_flight,
+            app_limited: false,
+            in_recovery: false,
+            rate: None,
+        }
+    }
+
+    #[test]
+    fn a_round_ends_strictly_after_the_data_in_flight_at_its_start() {
+        // Linux tcp_vegas.c ends a round when `after(ack, beg_snd_nxt)`: the ACK
+        // that covers exactly the data in flight when the round began does not end
+        // it, the next one does (the kernel's slow-start rounds grow 10 → 21 → 43,
+        // not 10 → 19 → 37, in a traced Vegas run).
+        let mut r = AckRounds::default();
+        assert!(r.on_ack(&seg_ack(10_000)), "the first ACK opens the first round");
+        // 10 segments were in flight after it: the 10th ACK reaches the mark exactly.
+        for k in 1..=10 {
+            assert!(!r.on_ack(&seg_ack(10_000)), "ACK {k} of the round ended it early");
+        }
+        assert!(r.on_ack(&seg_ack(20_000)), "the 11th ACK is the first after the mark");
+        r.restart();
+        assert!(r.on_ack(&seg_ack(0)), "after a restart the next ACK ends the round");
     }
 }

@@ -467,3 +467,32 @@ def test_a_killed_runs_directory_is_removed_by_the_next_run(tmp_path, monkeypatc
     foreign.mkdir()
     assert runner.remove_orphaned_run_dirs() == [gone]
     assert not gone.exists() and mine.exists() and foreign.exists()
+
+
+def test_compare_lays_the_kernels_and_the_simulators_per_ack_traces_side_by_side(tmp_path, vm_ready):
+    # One run each, traced: both traces have the same columns, the figure is drawn,
+    # and on both sides Reno's first ssthresh is half the window it had when the
+    # loss was found (tcp_reno_ssthresh) — the columns mean the same on both.
+    import json
+
+    import pandas as pd
+
+    from fairlab.backends.ack_trace import COLUMNS
+
+    out = tmp_path / "cmp"
+    cp = fairlab("compare", _scenario(tmp_path, duration="3s"), "--reference", "vm", "--tcp-probe", "--runs", "1",
+                 "--json", "--out", out)
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    doc = json.loads(cp.stdout)
+    assert (out / "cwnd.png").stat().st_size > 10_000
+    for backend in ("sim", "vm"):
+        acks = pd.read_parquet(out / f"{backend}.tcp_probe.parquet")
+        assert list(acks.columns) == COLUMNS
+        reno = acks[acks["flow"] == 0].reset_index(drop=True)
+        first = int(reno["current_ssthresh_segments"].notna().to_numpy().argmax())
+        assert first > 0, f"{backend}: Reno never left slow start"
+        before = int(reno["cwnd_segments"].iloc[first - 1])
+        assert abs(reno["current_ssthresh_segments"].iloc[first] - before // 2) <= 1, (backend, before, reno.iloc[first])
+        summary = doc["tcp_probe"][backend]
+        assert [s["flow"] for s in summary] == [0, 1] and summary[0]["acks"] == len(reno)
+        assert summary[0]["first_ssthresh_segments"] == reno["current_ssthresh_segments"].iloc[first]

@@ -22,9 +22,10 @@ def run_scenario(
 ) -> Trace:
     """Run ``scenario`` once on ``backend`` ("sim", "live" or "vm") with ``seed``. The
     scenario's `title` and `description`, when given, are copied into the trace's meta.
-    ``tcp_probe_path`` (vm only) also writes the kernel's per-ACK trace there."""
-    if tcp_probe_path is not None and backend != "vm":
-        raise ValueError(f"a per-ACK kernel trace (tcp_probe) needs the vm backend, not {backend!r}")
+    ``tcp_probe_path`` (vm and sim) also writes every sender's per-ACK state there:
+    the kernel's `tcp:tcp_probe` trace, or the simulator's record of the same."""
+    if tcp_probe_path is not None and backend not in ("vm", "sim"):
+        raise ValueError(f"a per-ACK trace (tcp_probe) needs the vm or sim backend, not {backend!r}")
     trace = _run_on_backend(scenario, seed=seed, backend=backend, run_index=run_index, progress=progress,
                             tcp_probe_path=tcp_probe_path)
     for key in ("title", "description"):
@@ -45,7 +46,7 @@ def _run_on_backend(
     if backend == "sim":
         from .backends.sim import simulate
 
-        return simulate(scenario, seed=seed, progress=progress)
+        return simulate(scenario, seed=seed, progress=progress, tcp_probe_path=tcp_probe_path)
     if backend == "live":
         from .backends.live.runner import run_live
 

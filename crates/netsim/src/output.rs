@@ -132,6 +132,33 @@ pub struct RunTotals {
     pub flows: Vec<FlowTotals>,
 }
 
+/// Every TCP sender's state as each ACK reaches it, before the ACK is processed:
+/// the simulator's counterpart of Linux's `tcp:tcp_probe` tracepoint, which the
+/// vm backend records (docs/vm.md, "Per-ACK trace"), with the same quantities so
+/// the two traces of one scenario can be laid side by side. Only with
+/// [`RunOptions::tcp_probe`](crate::RunOptions); the SYN-ACK is not traced (the
+/// tracepoint sits in `tcp_rcv_established`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AckProbe {
+    /// When the ACK arrived, ns.
+    pub t_ns: Vec<u64>,
+    /// Flow index.
+    pub flow: Vec<u32>,
+    /// Congestion window, segments (PRR's during a reduction, as Linux's `snd_cwnd`).
+    pub cwnd_segments: Vec<u64>,
+    /// Linux's `tcp_current_ssthresh()`, segments: ssthresh in CWR and Recovery,
+    /// max(ssthresh, ¾·cwnd) otherwise; NaN while ssthresh is infinite.
+    pub current_ssthresh_segments: Vec<f64>,
+    /// Smoothed RTT, ns (0 before the first sample, as the kernel's).
+    pub srtt_ns: Vec<u64>,
+    /// The peer's advertised window from the last ACK, bytes (`u64::MAX`: none).
+    pub snd_wnd_bytes: Vec<u64>,
+    /// Payload bytes cumulatively acknowledged (`snd_una`).
+    pub acked_bytes: Vec<u64>,
+    /// Payload bytes sent and not cumulatively acknowledged (`snd_nxt − snd_una`).
+    pub outstanding_bytes: Vec<u64>,
+}
+
 /// Everything a run produces.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunOutput {
@@ -141,4 +168,6 @@ pub struct RunOutput {
     pub bottleneck: BottleneckSamples,
     /// Totals.
     pub totals: RunTotals,
+    /// The per-ACK trace, when asked for.
+    pub probe: Option<AckProbe>,
 }

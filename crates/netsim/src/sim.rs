@@ -39,7 +39,7 @@ use crate::cc::{self, CcError, CcInit, ParamReader};
 use crate::dccp::{DccpConfig, DccpFlow};
 use crate::error::SimError;
 use crate::event::{EvKind, EventQueue};
-use crate::output::{BottleneckSamples, FlowSamples, FlowState, FlowTotals, RunOutput, RunTotals};
+use crate::output::{AckProbe, BottleneckSamples, FlowSamples, FlowState, FlowTotals, RunOutput, RunTotals};
 use crate::packet::{Ack, Pkt, HEADER_BYTES, LINK_FRAMING_BYTES};
 use crate::spec::{BufferSpec, ScenarioSpec, CCID2};
 use crate::tcp::{TcpConfig, TcpFlow};
@@ -327,6 +327,8 @@ struct Sim {
     bs: BottleneckSamples,
     last_counters: aqm::Counters,
     last_random: u64,
+    /// The per-ACK trace, when recorded.
+    probe: Option<AckProbe>,
 }
 
 /// Run a scenario to completion.
@@ -335,7 +337,23 @@ struct Sim {
 /// reached; returning `false` aborts the run with [`SimError::Cancelled`]. The
 /// engine reads no clock and prints nothing: same spec ⇒ bit-identical output.
 pub fn run(spec: &ScenarioSpec, progress: &mut dyn FnMut(SimTime) -> bool) -> Result<RunOutput, SimError> {
+    run_with(spec, &RunOptions::default(), progress)
+}
+
+/// What a run records beyond its samples and totals. None of it changes the run:
+/// the same spec gives the same samples with any options.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Record every TCP sender's state at each ACK ([`AckProbe`]).
+    pub tcp_probe: bool,
+}
+
+/// [`run`], recording what `options` ask for.
+pub fn run_with(spec: &ScenarioSpec, options: &RunOptions, progress: &mut dyn FnMut(SimTime) -> bool) -> Result<RunOutput, SimError> {
     let mut sim = Sim::new(spec)?;
+    if options.tcp_probe {
+        sim.probe = Some(AckProbe::default());
+    }
     sim.run(progress)?;
     Ok(sim.into_output())
 }
@@ -515,6 +533,7 @@ impl Sim {
             bs: BottleneckSamples::default(),
             last_counters: aqm::Counters::default(),
             last_random: 0,
+            probe: None,
         })
     }
 
@@ -718,6 +737,11 @@ impl Sim {
         }
         let f = f as usize;
         let ep = &mut self.eps[f];
+        if let (Some(probe), Endpoint::Tcp(t), Ack::Tcp(a)) = (self.probe.as_mut(), &ep.0, &ack) {
+            if !a.syn {
+                t.snd.probe_into(now, f as u32, probe);
+            }
+        }
         ep.on_ack(now, &ack, &mut self.out);
         // Invariant: `timer_armed` ≤ every deadline as of the last handler; an ACK
         // moves only the sender's, so only that one needs checking.
@@ -900,6 +924,7 @@ impl Sim {
                 marks: c.total_marks(),
                 flows,
             },
+            probe: self.probe,
         }
     }
 }

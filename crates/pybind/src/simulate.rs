@@ -7,10 +7,11 @@ use crate::error::{SimulationCancelled, SimulationError};
 
 /// Run one resolved scenario (the JSON of `Scenario.resolve()`). `progress`, if given,
 /// is called with the simulated time in seconds about once per simulated second and
-/// may return False to cancel. Ctrl-C cancels too.
+/// may return False to cancel. Ctrl-C cancels too. `tcp_probe` also returns every TCP
+/// sender's state at each ACK (`netsim::AckProbe`) under the key "tcp_probe".
 #[pyfunction]
-#[pyo3(signature = (spec_json, progress=None))]
-pub(crate) fn simulate<'py>(py: Python<'py>, spec_json: &str, progress: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (spec_json, progress=None, tcp_probe=false))]
+pub(crate) fn simulate<'py>(py: Python<'py>, spec_json: &str, progress: Option<Bound<'py, PyAny>>, tcp_probe: bool) -> PyResult<Bound<'py, PyDict>> {
     let spec = parse_spec(spec_json)?;
     let mut cancelled_by_signal: Option<PyErr> = None;
     let mut on_progress = |now: netsim::SimTime| -> bool {
@@ -23,7 +24,8 @@ pub(crate) fn simulate<'py>(py: Python<'py>, spec_json: &str, progress: Option<B
             None => true,
         }
     };
-    let out = match netsim::run(&spec, &mut on_progress) {
+    let options = netsim::RunOptions { tcp_probe };
+    let out = match netsim::run_with(&spec, &options, &mut on_progress) {
         Ok(out) => out,
         Err(netsim::SimError::Cancelled { .. }) => {
             return Err(cancelled_by_signal.unwrap_or_else(|| SimulationCancelled::new_err("simulation cancelled")));
@@ -104,5 +106,18 @@ fn to_dict(py: Python<'_>, out: netsim::RunOutput) -> PyResult<Bound<'_, PyDict>
     }
     totals.set_item("flows", per_flow)?;
     d.set_item("totals", totals)?;
+
+    if let Some(p) = out.probe {
+        let probe = PyDict::new(py);
+        probe.set_item("t_ns", p.t_ns.into_pyarray(py))?;
+        probe.set_item("flow", p.flow.into_pyarray(py))?;
+        probe.set_item("cwnd_segments", p.cwnd_segments.into_pyarray(py))?;
+        probe.set_item("current_ssthresh_segments", p.current_ssthresh_segments.into_pyarray(py))?;
+        probe.set_item("srtt_ns", p.srtt_ns.into_pyarray(py))?;
+        probe.set_item("snd_wnd_bytes", p.snd_wnd_bytes.into_pyarray(py))?;
+        probe.set_item("acked_bytes", p.acked_bytes.into_pyarray(py))?;
+        probe.set_item("outstanding_bytes", p.outstanding_bytes.into_pyarray(py))?;
+        d.set_item("tcp_probe", probe)?;
+    }
     Ok(d)
 }

@@ -8,8 +8,10 @@ the Trace data model (DESIGN.md: bindings and backends hold no simulation logic)
 from __future__ import annotations
 
 import json
+import os
 import platform
 import time
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -41,20 +43,31 @@ def qdisc_table() -> list[tuple[str, str, str]]:
     return list(qdisc_registry())
 
 
-def simulate(scenario: Scenario, *, seed: int | None = None, progress: Progress | None = None) -> Trace:
+def simulate(scenario: Scenario, *, seed: int | None = None, progress: Progress | None = None,
+             tcp_probe_path: str | os.PathLike[str] | None = None) -> Trace:
     """Run ``scenario`` in the packet-level simulator and return its Trace.
 
     ``seed`` overrides the scenario's seed. ``progress`` is called with the simulated
     time in seconds about once per simulated second; returning False cancels.
+    ``tcp_probe_path`` also writes every TCP sender's state at each ACK there, in the
+    columns of the vm backend's kernel trace (`backends/ack_trace.py`); recording it
+    does not change the run.
     """
     from .._core import simulate as core_simulate
 
     resolved = with_host_windows(scenario.resolve(seed=seed))
     started = time.time()
     t0 = time.perf_counter()
-    out = core_simulate(json.dumps(resolved), progress)
+    out = core_simulate(json.dumps(resolved), progress, tcp_probe_path is not None)
     wall = time.perf_counter() - t0
-    return _to_trace(scenario, resolved, out, wall_s=wall, started=started)
+    trace = _to_trace(scenario, resolved, out, wall_s=wall, started=started)
+    if tcp_probe_path is not None:
+        from . import ack_trace
+
+        frame = ack_trace.from_engine(out["tcp_probe"])
+        ack_trace.write(frame, Path(tcp_probe_path))
+        trace.meta["tcp_probe"] = {"events": len(frame), "lost_events": 0}
+    return trace
 
 
 def with_host_windows(resolved: dict) -> dict:

@@ -38,6 +38,7 @@ def compare(
     out: Optional[Path] = typer.Option(None, "--out", help="directory for both traces (default out/<name>-compare)"),
     as_json: bool = typer.Option(False, "--json", help="print both sides' analyses and their summary as one JSON document"),
     reference: str = typer.Option("live", "--reference", help="the real kernel to hold the simulator against: live (this host's kernel, root) or vm (a stock kernel in QEMU)"),
+    tcp_probe: bool = typer.Option(False, "--tcp-probe", help="with --reference vm and one run: also record every sender's state at each ACK on both sides (the kernel's tcp:tcp_probe, the simulator's own), plot the windows side by side (cwnd.png) and compare slow-start exit, first ssthresh, reductions and mean window per flow"),
 ) -> None:
     """Run a scenario on the simulator and on real Linux TCP and show per-flow
     throughput and Jain's index side by side."""
@@ -49,6 +50,11 @@ def compare(
     model = load_scenario(scenario)
     base = model.seed if seed is None else seed
     n = model.runs if runs is None else runs
+    if tcp_probe and (reference != "vm" or n != 1):
+        from .common import UsageError
+
+        raise UsageError("--tcp-probe lays one run's per-ACK traces side by side: it needs --reference vm (the "
+                         f"kernel's tcp:tcp_probe) and one run (--runs 1; this comparison has {n})")
     seeds = [derive_seed(base, k) for k in range(n)]
     window = None if model.window is None else (model.window[0] / 1e9, model.window[1] / 1e9)
     out_dir = out or Path("out") / f"{slug(model.name)}-compare"
@@ -60,12 +66,14 @@ def compare(
         for k, s in enumerate(seeds):
             if not as_json:
                 err_console.print(f"running {backend}" + (f", run {k + 1} of {n} (seed {s})" if n > 1 else "") + " …")
-            per_run.append(run_scenario(model, seed=s, backend=backend, run_index=k))
+            probe_path = out_dir / f"{backend}.tcp_probe.parquet" if tcp_probe else None
+            per_run.append(run_scenario(model, seed=s, backend=backend, run_index=k, tcp_probe_path=probe_path))
         traces[backend] = concat(per_run)
         traces[backend].to_parquet(out_dir / f"{backend}.parquet")
         analyses[backend] = [analyze(traces[backend], window=window, run=k) for k in range(n)]
     summary = {b: _summary(analyses[b]) for b in BACKENDS}
     ref_meta = traces[reference].meta
+    probes = _ack_traces(out_dir, BACKENDS, traces["sim"].labels, window) if tcp_probe else None
     if as_json:
         doc: dict[str, Any] = {
             "scenario": str(scenario),
@@ -79,9 +87,15 @@ def compare(
             "per_run": {b: [a.to_dict() for a in analyses[b]] for b in BACKENDS},
             f"{reference}_meta": {k: ref_meta.get(k) for k in ("emulation", "kernel", "warnings", "vm") if k in ref_meta},
         }
+        if probes is not None:
+            doc["tcp_probe"] = {b: [f.to_dict() for f in probes[b]] for b in BACKENDS}
         print(json.dumps(doc, indent=2, allow_nan=False, default=str))
         return
     _print_tables(model.name, analyses, summary, n, reference)
+    if probes is not None:
+        _print_ack_table(probes, traces["sim"].labels, reference)
+        console.print(f"per-ACK traces in {out_dir}/sim.tcp_probe.parquet and {out_dir}/{reference}.tcp_probe.parquet; "
+                      f"windows side by side in {out_dir}/cwnd.png")
     for w in ref_meta.get("warnings", []) or []:
         console.print(f"[yellow]{reference} warning:[/] {escape(str(w))}")
     if reference == "live":
@@ -133,3 +147,40 @@ def _print_tables(name: str, analyses: dict[str, list[Analysis]], summary: dict[
     for name, key in (("mean of J(t)", "jain_mean_jt"), ("J of mean throughputs", "jain_of_means")):
         j.add_row(name, fmt_stat(summary["sim"][key], dp=4), fmt_stat(summary[reference][key], dp=4))
     console.print(j)
+
+
+def _ack_traces(out_dir: Path, backends: tuple[str, ...], labels: dict[int, str],
+                window: tuple[float, float] | None) -> dict[str, list]:
+    """Read both sides' per-ACK traces, draw cwnd.png and summarise each flow."""
+    import pandas as pd
+
+    from ..metrics.ack_trace import summarize
+    from ..report.plots import plot_ack_traces
+    from ..report.style import save_figure
+
+    frames = {b: pd.read_parquet(out_dir / f"{b}.tcp_probe.parquet") for b in backends}
+    # The kernel's trace first: it is the reference the simulator's is drawn against.
+    ordered = {b: frames[b] for b in sorted(backends, key=lambda b: b == "sim")}
+    save_figure(plot_ack_traces(ordered, labels, window=window), out_dir, "cwnd", formats=("png", "svg"), dpi=150)
+    return {b: summarize(frames[b], window=window) for b in backends}
+
+
+def _print_ack_table(probes: dict[str, list], labels: dict[int, str], reference: str) -> None:
+    def num(x, fmt):
+        return "—" if x is None else format(x, fmt)
+
+    t = Table(title="per-ACK traces: where each flow's window went (sim / " + reference + ")", title_justify="left")
+    for c in ("flow", "ACKs", "slow start ends (s)", "peak cwnd", "first ssthresh", "reductions", "mean cwnd"):
+        t.add_column(c, justify="left" if c == "flow" else "right")
+    for fs, fr in zip(probes["sim"], probes[reference]):
+        t.add_row(
+            escape(labels.get(fs.flow, str(fs.flow))),
+            f"{fs.acks:,} / {fr.acks:,}",
+            f"{num(fs.slow_start_end_s, '.3f')} / {num(fr.slow_start_end_s, '.3f')}",
+            f"{fs.slow_start_peak_segments:,} / {fr.slow_start_peak_segments:,}",
+            f"{num(fs.first_ssthresh_segments, ',.0f')} / {num(fr.first_ssthresh_segments, ',.0f')}",
+            f"{fs.reductions} / {fr.reductions}",
+            f"{fs.mean_cwnd_segments:,.0f} / {fr.mean_cwnd_segments:,.0f}",
+        )
+    console.print(t)
+

@@ -33,7 +33,7 @@ def run(
     dask: Optional[str] = typer.Option(None, "--dask", help="campaigns: run on Dask: 'local' or a scheduler address tcp://host:8786"),
     overrides: Optional[list[str]] = typer.Option(None, "--set", metavar="PATH=VALUE", help=SET_HELP),
     as_json: bool = typer.Option(False, "--json", help="print a JSON document instead of tables: a single run's analysis, or a campaign's outcome (docs/cli.md)"),
-    tcp_probe: bool = typer.Option(False, "--tcp-probe", help="vm, single run: also record the kernel's per-ACK state of every sender (tcp:tcp_probe) to <out>/<name>.tcp_probe.parquet (docs/vm.md)"),
+    tcp_probe: bool = typer.Option(False, "--tcp-probe", help="vm or sim, single run: also record every sender's state at each ACK to <out>/<name>.tcp_probe.parquet (vm: the kernel's tcp:tcp_probe tracepoint; sim: the same quantities; docs/vm.md)"),
 ) -> None:
     """Run a scenario on the simulator (default), live or on a real kernel in a VM;
     write the Trace and print the analysis."""
@@ -50,9 +50,9 @@ def run(
     refuse_swept_overrides(campaign, overrides)
     out_dir = out or Path("out") / slug(campaign.name)
     single = len(campaign.tasks) == 1 and not doc.get("sweep")
-    if tcp_probe and (backend != "vm" or not single):
-        raise UsageError("--tcp-probe records the real kernel's per-ACK trace of one run: it needs --backend vm and a "
-                         "scenario without a sweep and with runs = 1")
+    if tcp_probe and (backend not in ("vm", "sim") or not single):
+        raise UsageError("--tcp-probe records the per-ACK trace of one run: it needs --backend vm (the kernel's "
+                         "tcp:tcp_probe) or sim, and a scenario without a sweep and with runs = 1")
     if single:
         _single(campaign.tasks[0].model(), campaign.tasks[0].seed, backend, out_dir, as_json, source=scenario,
                 tcp_probe=tcp_probe)
@@ -104,9 +104,12 @@ def _single(model: Scenario, seed: int, backend: str, out_dir: Path, as_json: bo
         console.print(f"simulated {total:g} s in {wall:.2f} s wall ({pkts / wall / 1e6:.2f} M bottleneck packets per wall-second)")
     console.print(f"trace written to [bold]{path}[/] — analyse again with `fairlab analyze {path}`")
     if probe_path is not None:
-        probe = trace.meta["vm"]["tcp_probe"]
-        console.print(f"the kernel's per-ACK trace ({probe['events']} ACKs, {probe['lost_events']} lost) written to "
-                      f"[bold]{probe_path}[/]")
+        if backend == "vm":
+            probe = trace.meta["vm"]["tcp_probe"]
+            what = f"the kernel's per-ACK trace ({probe['events']} ACKs, {probe['lost_events']} lost)"
+        else:
+            what = f"the simulator's per-ACK trace ({trace.meta['tcp_probe']['events']} ACKs)"
+        console.print(f"{what} written to [bold]{probe_path}[/]")
 
 
 def run_campaign_with_progress(campaign, out_dir: Path, *, workers: int | None, dask: str | None, as_json: bool = False):

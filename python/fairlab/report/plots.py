@@ -31,6 +31,7 @@ from .style import SERIES_LIMIT, fairlab_style, new_figure, rate_axis, save_figu
 
 __all__ = [
     "goodput_above_link_note",
+    "plot_ack_traces",
     "link_rate_bps",
     "plot_analysis",
     "plot_bottleneck",
@@ -418,3 +419,41 @@ def plot_analysis(trace: Trace, analysis: Analysis, outdir: str | Path) -> list[
         save_figure(plot_run(trace, analysis), outdir, "run_timeseries"),
         save_figure(plot_distributions(trace, run=analysis.run, window=win), outdir, "distributions"),
     ]
+
+
+# ---------------------------------------------------------------------- per-ACK traces
+#: How each backend's per-ACK trace is drawn (the kernel's as the reference, solid).
+_ACK_TRACE_STYLE = {"vm": {"color": "#000000", "linewidth": 0.9}, "sim": {"color": "#D55E00", "linewidth": 0.9, "linestyle": "--"}}
+
+
+def plot_ack_traces(
+    traces: dict[str, pd.DataFrame],
+    labels: dict[int, str],
+    *,
+    window: tuple[float, float] | None = None,
+    until_s: float | None = None,
+) -> Figure:
+    """Each flow's congestion window, ACK by ACK, from several backends' per-ACK
+    traces (`backends/ack_trace.py` columns), one panel per flow: the simulator's
+    controller beside the kernel's in the same scenario. ``until_s`` cuts the time
+    axis (slow start and the first losses are where traces part)."""
+    flows = sorted({int(f) for frame in traces.values() for f in frame["flow"].unique()})
+    with fairlab_style():
+        fig, axes = new_figure(len(flows) or 1, 1, figsize=(7.0, 1.9 * max(len(flows), 1) + 0.4), sharex=True, squeeze=False)
+        for row, fid in enumerate(flows):
+            ax = axes[row][0]
+            for name, frame in traces.items():
+                g = frame[frame["flow"] == fid]
+                if until_s is not None:
+                    g = g[g["t"] <= until_s]
+                style = _ACK_TRACE_STYLE.get(name, {"linewidth": 0.9})
+                ax.step(g["t"], g["cwnd_segments"], where="post", label=name, **style)
+            shade_window(ax, window, label=False)
+            ax.set_ylim(bottom=0)
+            ax.set_ylabel(f"{labels.get(fid, str(fid))}\ncwnd (segments)")
+            ax.yaxis.set_major_locator(MaxNLocator(4))
+            if row == 0:
+                ax.legend(loc="upper right", fontsize=8)
+        axes[-1][0].set_xlabel("time (s)")
+    return fig
+

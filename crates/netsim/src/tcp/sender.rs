@@ -1644,6 +1644,40 @@ impl TcpSender {
         (m > 0).then(|| m.min(u32::MAX as u64) as u32)
     }
 
+    /// Payload bytes of the segments below `idx`.
+    fn bytes_below(&self, idx: u64) -> u64 {
+        let full = idx * self.cfg.mss as u64;
+        if idx > 0 && idx == self.cfg.total_segs {
+            full - (self.cfg.mss - self.cfg.last_seg_len) as u64
+        } else {
+            full
+        }
+    }
+
+    /// Append this sender's state to the per-ACK trace, as Linux's `tcp_probe`
+    /// sees it when an ACK arrives (before the ACK is processed).
+    pub(crate) fn probe_into(&self, now: SimTime, flow: u32, probe: &mut crate::output::AckProbe) {
+        let mss = self.cfg.mss as u64;
+        let cwnd = self.cwnd_segs();
+        let ssthresh = self.cc.ssthresh() / mss;
+        // Linux `tcp_current_ssthresh`: the real ssthresh only while reducing.
+        let current = if matches!(self.state, CaState::Recovery | CaState::Cwr) {
+            ssthresh
+        } else {
+            ssthresh.max((cwnd >> 1) + (cwnd >> 2))
+        };
+        probe.t_ns.push(now.as_nanos());
+        probe.flow.push(flow);
+        probe.cwnd_segments.push(cwnd);
+        // TCP_INFINITE_SSTHRESH (0x7fffffff segments) or more: none set yet.
+        probe.current_ssthresh_segments.push(if current >= 0x7fff_ffff { f64::NAN } else { current as f64 });
+        probe.srtt_ns.push(self.rtt.srtt().as_nanos());
+        probe.snd_wnd_bytes.push(self.snd_wnd_end.saturating_sub(self.snd_una).saturating_mul(mss));
+        let una = self.bytes_below(self.snd_una);
+        probe.acked_bytes.push(una);
+        probe.outstanding_bytes.push(self.bytes_below(self.snd_nxt) - una);
+    }
+
     #[inline]
     fn srtt_us(&self) -> Option<u32> {
         let m = self.rtt.srtt().as_micros();

@@ -18,7 +18,6 @@ host sizes for the run (`probe_buffer_kb`), and leaves gzip-compressed.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -27,8 +26,7 @@ import pandas as pd
 INFINITE_SSTHRESH = 0x7FFFFFFF
 _LINE = re.compile(r"\s(\d+\.\d+): tcp_probe: (.*)$")
 _FIELDS = ("src", "dest", "data_len", "snd_nxt", "snd_una", "snd_cwnd", "ssthresh", "snd_wnd", "srtt")
-COLUMNS = ["t", "flow", "cwnd_segments", "current_ssthresh_segments", "srtt_s", "snd_wnd_bytes", "acked_bytes",
-           "outstanding_bytes"]
+from ..ack_trace import COLUMNS, write  # noqa: F401 (the trace's columns and writer, shared with the simulator)
 
 
 #: The trace buffer of an untraced run, which keeps only each connection's first
@@ -180,9 +178,3 @@ def lost_events(stats_text: str | None) -> int:
         m = re.search(rf"^{key}:\s*(\d+)", stats_text or "", re.M)
         lost += int(m.group(1)) if m else 0
     return lost
-
-
-def write(frame: pd.DataFrame, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_parquet(path, index=False)
-    return path

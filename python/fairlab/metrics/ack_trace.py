@@ -1,0 +1,115 @@
+"""Per-flow figures of a per-ACK trace (`backends/ack_trace.py` columns): the
+quantities that decide a pair's long-run shares and that a simulator controller
+must reproduce to agree with the kernel (docs/validation/vm.md traced the grid's
+differences to them): where slow start ended, the first ssthresh, how many window
+reductions followed, and the window the flow kept.
+
+A reduction is counted where the window falls below three quarters of its largest
+value over the preceding round trip (drops less than a round trip apart are one
+episode). Linux reduces by PRR (RFC 6937) over a round trip, so a loss episode
+shows as one step of at least its β (½ for Reno, 0.3 for CUBIC) spread over the
+ACKs of one RTT; a quarter within one RTT separates those from the ±1-segment
+noise of congestion avoidance. Controllers with a gentler decrease (Illinois down
+to β = 1/8, H-TCP's adaptive β) can hide a reduction from this count; the first
+ssthresh and the mean window still tell them apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, asdict
+
+import numpy as np
+import pandas as pd
+
+REQUIRED = ("t", "flow", "cwnd_segments", "current_ssthresh_segments", "srtt_s", "acked_bytes")
+
+
+class AckTraceError(ValueError):
+    """A frame that is not a per-ACK trace."""
+
+
+@dataclass(frozen=True)
+class FlowAckSummary:
+    flow: int
+    acks: int
+    #: When slow start ended: the first ACK that finds ssthresh set (by a loss, or
+    #: by a delay-based exit such as CUBIC's HyStart), s; None if it never ended.
+    slow_start_end_s: float | None
+    #: Largest window before that, segments: where slow start ended.
+    slow_start_peak_segments: int
+    #: The first ssthresh the trace shows, segments.
+    first_ssthresh_segments: float | None
+    #: Window reductions over the whole trace (see the module docstring).
+    reductions: int
+    #: Time-weighted mean window over ``window`` (or the whole trace), segments.
+    mean_cwnd_segments: float
+    #: Bytes acknowledged over ``window`` (or the whole trace).
+    acked_bytes: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def summarize(frame: pd.DataFrame, window: tuple[float, float] | None = None) -> list[FlowAckSummary]:
+    """One summary per flow of a per-ACK trace, in flow order."""
+    missing = [c for c in REQUIRED if c not in frame.columns]
+    if missing:
+        raise AckTraceError(f"not a per-ACK trace: column(s) {', '.join(missing)} missing; "
+                            f"a trace has {', '.join(REQUIRED)}")
+    out = []
+    for flow, g in frame.sort_values(["flow", "t"], kind="stable").groupby("flow", sort=True):
+        t = g["t"].to_numpy(float)
+        cwnd = g["cwnd_segments"].to_numpy(float)
+        ss = g["current_ssthresh_segments"].to_numpy(float)
+        srtt = g["srtt_s"].to_numpy(float)
+        acked = g["acked_bytes"].to_numpy(np.int64)
+        has_ss = np.flatnonzero(~np.isnan(ss))
+        first = int(has_ss[0]) if len(has_ss) else None
+        peak = int(cwnd[: first if first is not None else len(cwnd)].max()) if len(cwnd) else 0
+        lo, hi = window if window is not None else (t[0] if len(t) else 0.0, t[-1] if len(t) else 0.0)
+        inside = (t >= lo) & (t <= hi)
+        out.append(FlowAckSummary(
+            flow=int(flow),
+            acks=len(g),
+            slow_start_end_s=None if first is None else float(t[first]),
+            slow_start_peak_segments=peak,
+            first_ssthresh_segments=None if first is None else float(ss[first]),
+            reductions=_reductions(t, cwnd, srtt),
+            mean_cwnd_segments=_time_mean(t, cwnd, lo, hi),
+            acked_bytes=int(acked[inside].max() - acked[inside].min()) if inside.any() else 0,
+        ))
+    return out
+
+
+def _reductions(t: np.ndarray, cwnd: np.ndarray, srtt: np.ndarray) -> int:
+    """Episodes in which the window fell below ¾ of its largest value over the
+    preceding round trip (the flow's median sRTT) or of the previous ACK's; drops
+    less than one round trip apart are one episode."""
+    if len(t) < 2:
+        return 0
+    rtt = float(np.nanmedian(srtt[srtt > 0])) if (srtt > 0).any() else 0.0
+    rtt = max(rtt, 1e-3)
+    top = (pd.Series(cwnd, index=pd.to_timedelta(t, unit="s"))
+           .rolling(pd.Timedelta(seconds=rtt), closed="both").max().to_numpy())
+    # ACKs more than a round trip apart (an idle or a sparse trace): compare with
+    # the previous one too.
+    top = np.maximum(top, np.concatenate(([cwnd[0]], cwnd[:-1])))
+    drops = t[cwnd < 0.75 * top]
+    if len(drops) == 0:
+        return 0
+    # A new episode starts more than one round trip after the previous drop.
+    return 1 + int((np.diff(drops) > rtt).sum())
+
+
+def _time_mean(t: np.ndarray, y: np.ndarray, lo: float, hi: float) -> float:
+    """Mean of a step function (each value holds until the next ACK) over [lo, hi]."""
+    if len(t) == 0 or hi <= lo:
+        return float("nan")
+    edges = np.clip(np.append(t, hi), lo, hi)
+    dt = np.diff(edges)
+    total = dt.sum()
+    if total <= 0:
+        return float(y[max(np.searchsorted(t, lo, side="right") - 1, 0)])
+    held = y[dt > 0]
+    # A weighted mean lies within its values; clip away the last ulp of rounding.
+    return float(np.clip((y * dt).sum() / total, held.min(), held.max()))

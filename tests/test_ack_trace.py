@@ -1,0 +1,138 @@
+"""The per-ACK trace (`--tcp-probe`) of the simulator and its summary.
+
+The simulator records every TCP sender's state at each ACK in the columns of the
+vm backend's kernel trace (Linux `tcp:tcp_probe`). Checked against independent
+truth: recording changes nothing in the run (determinism); Linux's slow start
+(`tcp_slow_start`: cwnd grows by the segments each ACK newly acknowledges) and
+Reno's first ssthresh (`tcp_reno_ssthresh`: half the window) hold ACK by ACK; the
+bytes the trace says were acknowledged never exceed what reached the receiver
+(conservation); the summary's counts and means are checked on hand-built windows.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from cli_helpers import fairlab
+from fairlab.backends.ack_trace import COLUMNS
+from fairlab.backends.sim import simulate
+from fairlab.metrics.ack_trace import AckTraceError, summarize
+from fairlab.scenario import Scenario
+
+MSS = 1448
+
+
+def _scenario(**over) -> Scenario:
+    doc = {"name": "probe", "duration": "6s", "seed": 7,
+           "bottleneck": {"rate": "20Mbit", "buffer": "50%bdp"},
+           "flows": [{"cca": "reno", "rtt": "40ms"}, {"cca": "cubic", "rtt": "40ms", "start": "0.5s"}]}
+    doc.update(over)
+    return Scenario.from_dict(doc)
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory):
+    path = tmp_path_factory.mktemp("probe") / "acks.parquet"
+    trace = simulate(_scenario(), tcp_probe_path=path)
+    return trace, pd.read_parquet(path)
+
+
+def test_recording_the_trace_changes_nothing_in_the_run(traced):
+    trace, acks = traced
+    plain = simulate(_scenario())
+    pd.testing.assert_frame_equal(plain.samples, trace.samples)
+    assert plain.meta["flow_totals"] == trace.meta["flow_totals"]
+    assert list(acks.columns) == COLUMNS
+    assert trace.meta["tcp_probe"]["events"] == len(acks) > 1000
+
+
+def test_slow_start_grows_by_the_segments_each_ack_acknowledges(traced):
+    # The trace holds the state before each ACK is processed, so ACK i's effect
+    # shows in row i + 1: Linux tcp_slow_start adds the newly acknowledged segments.
+    _, acks = traced
+    g = acks[acks["flow"] == 0].reset_index(drop=True)
+    first_ss = int(np.flatnonzero(g["current_ssthresh_segments"].notna())[0])
+    assert first_ss > 50, "the flow must slow-start for a while to test anything"
+    grew = np.diff(g["cwnd_segments"].to_numpy()[:first_ss])
+    acked = np.diff(g["acked_bytes"].to_numpy()[:first_ss]) // MSS
+    assert (grew == acked).mean() > 0.95, list(zip(grew[:40], acked[:40]))
+    # Reno's first ssthresh is half the window it had when the loss was found.
+    before = int(g["cwnd_segments"].iloc[first_ss - 1])
+    assert abs(g["current_ssthresh_segments"].iloc[first_ss] - before // 2) <= 1, (before, g.iloc[first_ss])
+
+
+def test_the_trace_conserves_bytes_and_respects_the_windows(traced):
+    trace, acks = traced
+    for flow, g in acks.groupby("flow"):
+        assert (np.diff(g["acked_bytes"].to_numpy()) >= 0).all() and (g["outstanding_bytes"] >= 0).all()
+        delivered = trace.meta["flow_totals"][flow]["bytes_delivered"]
+        assert g["acked_bytes"].iloc[-1] <= delivered
+        # The receiver's advertised window (with_host_windows: BDP + buffer) bounds it.
+        rwnd = trace.meta["resolved_scenario"]["flows"][flow]["rwnd_bytes"]
+        assert (g["snd_wnd_bytes"] <= rwnd).all()
+        assert (g["t"] >= trace.flows["start_s"].iloc[flow]).all()
+    # The second flow starts at 0.5 s: no ACK of it before.
+    assert acks[acks["flow"] == 1]["t"].min() > 0.5
+
+
+def test_summary_counts_hand_built_reductions_and_means():
+    # 1 s per step: 100 → 200 (slow start), halves to 100 at t = 2, grows to 150,
+    # halves to 75 at t = 5; sRTT 0.1 s; ssthresh appears at the first halving.
+    t = np.arange(8, dtype=float)
+    cwnd = np.array([100, 200, 100, 120, 150, 75, 80, 90])
+    ss = np.array([np.nan, np.nan, 100, 100, 100, 75, 75, 75])
+    frame = pd.DataFrame({"t": t, "flow": 0, "cwnd_segments": cwnd, "current_ssthresh_segments": ss,
+                          "srtt_s": 0.1, "acked_bytes": np.arange(8) * 1000})
+    (s,) = summarize(frame, window=(2.0, 6.0))
+    assert (s.slow_start_end_s, s.slow_start_peak_segments, s.first_ssthresh_segments) == (2.0, 200, 100.0)
+    assert s.reductions == 2
+    # Each value holds until the next ACK: (100 + 120 + 150 + 75) / 4 over [2, 6].
+    assert s.mean_cwnd_segments == pytest.approx((100 + 120 + 150 + 75) / 4)
+    assert s.acked_bytes == 4000
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 5000), min_size=2, max_size=200))
+def test_a_window_that_never_falls_has_no_reduction_and_its_mean_in_range(steps):
+    cwnd = np.cumsum(steps)
+    frame = pd.DataFrame({"t": np.arange(len(cwnd)) * 0.01, "flow": 3, "cwnd_segments": cwnd,
+                          "current_ssthresh_segments": np.nan, "srtt_s": 0.05, "acked_bytes": cwnd * 10})
+    (s,) = summarize(frame)
+    assert s.reductions == 0 and s.slow_start_end_s is None and s.flow == 3
+    assert cwnd.min() <= s.mean_cwnd_segments <= cwnd.max()
+
+
+def test_summary_refuses_a_frame_that_is_not_a_trace():
+    with pytest.raises(AckTraceError, match="cwnd_segments"):
+        summarize(pd.DataFrame({"t": [0.0], "flow": [0]}))
+
+
+SCEN = textwrap.dedent("""
+    name = "probe-cli"
+    duration = "3s"
+    [bottleneck]
+    rate = "10Mbit"
+    buffer = "100%bdp"
+    [[flows]]
+    cca = "reno"
+    rtt = "40ms"
+""")
+
+
+def test_cli_writes_the_simulators_trace_and_refuses_live(tmp_path):
+    scen = tmp_path / "s.toml"
+    scen.write_text(SCEN)
+    cp = fairlab("run", scen, "--tcp-probe", "--out", tmp_path / "o")
+    assert cp.returncode == 0, cp.stderr
+    acks = pd.read_parquet(tmp_path / "o" / "probe-cli.tcp_probe.parquet")
+    assert list(acks.columns) == COLUMNS and len(acks) > 100
+    assert "per-ACK trace" in cp.stdout
+    cp = fairlab("run", scen, "--tcp-probe", "--backend", "live", "--out", tmp_path / "o2")
+    assert cp.returncode == 2 and "Traceback" not in cp.stderr and "--backend vm" in cp.stderr
+    cp = fairlab("compare", scen, "--tcp-probe", "--reference", "live", "--out", tmp_path / "o3")
+    assert cp.returncode == 2 and "Traceback" not in cp.stderr and "--reference vm" in cp.stderr

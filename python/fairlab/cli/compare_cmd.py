@@ -172,7 +172,13 @@ def _print_ack_table(probes: dict[str, list], labels: dict[int, str], reference:
     t = Table(title="per-ACK traces: where each flow's window went (sim / " + reference + ")", title_justify="left")
     for c in ("flow", "ACKs", "slow start ends (s)", "peak cwnd", "first ssthresh", "reductions", "mean cwnd"):
         t.add_column(c, justify="left" if c == "flow" else "right")
-    for fs, fr in zip(probes["sim"], probes[reference]):
+    # Paired by flow id: a flow with no ACK on one side (a DCCP flow, or one that
+    # never got going) has no summary there.
+    ref = {f.flow: f for f in probes[reference]}
+    for fs in probes["sim"]:
+        fr = ref.get(fs.flow)
+        if fr is None:
+            continue
         t.add_row(
             escape(labels.get(fs.flow, str(fs.flow))),
             f"{fs.acks:,} / {fr.acks:,}",

@@ -136,3 +136,16 @@ def test_cli_writes_the_simulators_trace_and_refuses_live(tmp_path):
     assert cp.returncode == 2 and "Traceback" not in cp.stderr and "--backend vm" in cp.stderr
     cp = fairlab("compare", scen, "--tcp-probe", "--reference", "live", "--out", tmp_path / "o3")
     assert cp.returncode == 2 and "Traceback" not in cp.stderr and "--reference vm" in cp.stderr
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1, allow_nan=False), st.integers(0, 10_000)), min_size=1, max_size=120),
+       st.floats(0, 0.5, allow_nan=False))
+def test_the_window_maximum_is_the_brute_force_one(points, span):
+    from fairlab.metrics.ack_trace import _window_max
+
+    gaps, ys = zip(*points)
+    t = np.cumsum(np.array(gaps))
+    y = np.array(ys, dtype=float)
+    want = [y[: i + 1][t[: i + 1] >= t[i] - span].max() for i in range(len(t))]
+    assert np.array_equal(_window_max(t, y, span), want)

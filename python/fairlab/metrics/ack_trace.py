@@ -16,10 +16,11 @@ ssthresh and the mean window still tell them apart.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, asdict
+from typing import Any
 
 import numpy as np
-import pandas as pd
 
 REQUIRED = ("t", "flow", "cwnd_segments", "current_ssthresh_segments", "srtt_s", "acked_bytes")
 
@@ -50,27 +51,33 @@ class FlowAckSummary:
         return asdict(self)
 
 
-def summarize(frame: pd.DataFrame, window: tuple[float, float] | None = None) -> list[FlowAckSummary]:
-    """One summary per flow of a per-ACK trace, in flow order."""
-    missing = [c for c in REQUIRED if c not in frame.columns]
+def summarize(columns: Mapping[str, Any], window: tuple[float, float] | None = None) -> list[FlowAckSummary]:
+    """One summary per flow of a per-ACK trace, in flow order. ``columns`` maps each
+    column name to its values (a pandas DataFrame does, or a dict of arrays)."""
+    missing = [c for c in REQUIRED if c not in columns]
     if missing:
         raise AckTraceError(f"not a per-ACK trace: column(s) {', '.join(missing)} missing; "
                             f"a trace has {', '.join(REQUIRED)}")
+    col = {c: np.asarray(columns[c]) for c in REQUIRED}
+    order = np.lexsort((col["t"], col["flow"]))
+    col = {c: v[order] for c, v in col.items()}
+    flows, starts = np.unique(col["flow"], return_index=True)
+    ends = np.append(starts[1:], len(col["flow"]))
     out = []
-    for flow, g in frame.sort_values(["flow", "t"], kind="stable").groupby("flow", sort=True):
-        t = g["t"].to_numpy(float)
-        cwnd = g["cwnd_segments"].to_numpy(float)
-        ss = g["current_ssthresh_segments"].to_numpy(float)
-        srtt = g["srtt_s"].to_numpy(float)
-        acked = g["acked_bytes"].to_numpy(np.int64)
+    for flow, a, b in zip(flows, starts, ends):
+        t = col["t"][a:b].astype(float)
+        cwnd = col["cwnd_segments"][a:b].astype(float)
+        ss = col["current_ssthresh_segments"][a:b].astype(float)
+        srtt = col["srtt_s"][a:b].astype(float)
+        acked = col["acked_bytes"][a:b].astype(np.int64)
         has_ss = np.flatnonzero(~np.isnan(ss))
         first = int(has_ss[0]) if len(has_ss) else None
         peak = int(cwnd[: first if first is not None else len(cwnd)].max()) if len(cwnd) else 0
-        lo, hi = window if window is not None else (t[0] if len(t) else 0.0, t[-1] if len(t) else 0.0)
+        lo, hi = window if window is not None else (t[0], t[-1])
         inside = (t >= lo) & (t <= hi)
         out.append(FlowAckSummary(
             flow=int(flow),
-            acks=len(g),
+            acks=int(b - a),
             slow_start_end_s=None if first is None else float(t[first]),
             slow_start_peak_segments=peak,
             first_ssthresh_segments=None if first is None else float(ss[first]),
@@ -78,6 +85,27 @@ def summarize(frame: pd.DataFrame, window: tuple[float, float] | None = None) ->
             mean_cwnd_segments=_time_mean(t, cwnd, lo, hi),
             acked_bytes=int(acked[inside].max() - acked[inside].min()) if inside.any() else 0,
         ))
+    return out
+
+
+def _window_max(t: np.ndarray, y: np.ndarray, span: float) -> np.ndarray:
+    """For each i, the largest y[j] over the rows j ≤ i with t[j] ≥ t[i] − span (t
+    sorted): range maxima from a sparse table, O(n log n) without a Python loop."""
+    n = len(y)
+    lo = np.searchsorted(t, t - span, side="left")
+    table = [y]
+    k = 1
+    while 2 * k <= n:
+        prev = table[-1]
+        table.append(np.maximum(prev[: len(prev) - k], prev[k:]))
+        k *= 2
+    length = np.arange(n) - lo + 1
+    level = np.floor(np.log2(length)).astype(int)
+    out = np.empty(n)
+    for lv in np.unique(level):
+        idx = np.flatnonzero(level == lv)
+        w = 1 << lv
+        out[idx] = np.maximum(table[lv][lo[idx]], table[lv][idx - w + 1])
     return out
 
 
@@ -89,8 +117,7 @@ def _reductions(t: np.ndarray, cwnd: np.ndarray, srtt: np.ndarray) -> int:
         return 0
     rtt = float(np.nanmedian(srtt[srtt > 0])) if (srtt > 0).any() else 0.0
     rtt = max(rtt, 1e-3)
-    top = (pd.Series(cwnd, index=pd.to_timedelta(t, unit="s"))
-           .rolling(pd.Timedelta(seconds=rtt), closed="both").max().to_numpy())
+    top = _window_max(t, cwnd, rtt)
     # ACKs more than a round trip apart (an idle or a sparse trace): compare with
     # the previous one too.
     top = np.maximum(top, np.concatenate(([cwnd[0]], cwnd[:-1])))

@@ -36,7 +36,7 @@ use std::collections::VecDeque;
 use aqm::PacketMeta;
 use netunits::{SimDuration, SimTime};
 
-use crate::packet::{DccpAck as Ack, Pkt, HEADER_BYTES, PF_CE};
+use crate::packet::{DccpAck as Ack, Pkt, PF_CE, WIRE_BYTES};
 use crate::rtt::RttEstimator;
 
 /// RFC 4341 §6.1 / Linux NUMDUPACK.
@@ -270,7 +270,7 @@ impl DccpSender {
             out.push(Pkt {
                 meta: PacketMeta {
                     flow: self.cfg.flow,
-                    bytes: len + HEADER_BYTES,
+                    bytes: len + WIRE_BYTES,
                     ecn_capable: self.cfg.ecn,
                     rtt_hint_us: us(self.rtt.min_rtt()),
                     is_ack: false,

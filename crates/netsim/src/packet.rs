@@ -10,13 +10,15 @@
 //! the same 52-byte overhead so that a CCID2 flow and a TCP flow with the same
 //! `mss` put identical packets on the wire (RFC 4340 §5.1's generic header with
 //! 48-bit sequence numbers is 16 bytes; the rest stands in for options).
-//! Links serialise each packet in an Ethernet frame, [`LINK_FRAMING_BYTES`] more
-//! (1514 bytes for a full segment); queue disciplines count the IP packet.
+//! Every packet travels in an Ethernet frame, [`LINK_FRAMING_BYTES`] more (1514
+//! bytes for a full segment), and the frame is what links serialise and what queue
+//! disciplines count ([`WIRE_BYTES`]): Linux's qdiscs see `skb->len` with the MAC
+//! header, so a 1.25-MB `bfifo` holds 825 full segments, not 833 (the vm backend's
+//! bottleneck backlog peaks at 818 × 1514 B in a 1-BDP run).
 
 use aqm::{Packet, PacketMeta};
 
-/// Header bytes added to the payload in the IP packet (see module docs): what
-/// queue disciplines count (`PacketMeta::bytes`).
+/// Header bytes added to the payload in the IP packet (see module docs).
 pub const HEADER_BYTES: u32 = 52;
 
 /// Link-layer framing serialised on every link on top of the IP packet: the
@@ -25,6 +27,11 @@ pub const HEADER_BYTES: u32 = 52;
 /// shapers charge (htb/tbf/netem see `skb->len` with the MAC header) and what
 /// fairlab's live link emulator serialises (`linkem`, the whole frame).
 pub const LINK_FRAMING_BYTES: u32 = 14;
+
+/// Bytes of a data packet on the wire beyond its payload: IP and TCP headers plus
+/// the Ethernet header. `PacketMeta::bytes` = payload + this; links serialise and
+/// queue disciplines count exactly that.
+pub const WIRE_BYTES: u32 = HEADER_BYTES + LINK_FRAMING_BYTES;
 
 /// Flag: ECN Congestion Experienced (RFC 3168 §5).
 pub(crate) const PF_CE: u8 = 1;

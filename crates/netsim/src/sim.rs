@@ -40,7 +40,7 @@ use crate::dccp::{DccpConfig, DccpFlow};
 use crate::error::SimError;
 use crate::event::{EvKind, EventQueue};
 use crate::output::{AckProbe, BottleneckSamples, FlowSamples, FlowState, FlowTotals, RunOutput, RunTotals};
-use crate::packet::{Ack, Pkt, HEADER_BYTES, LINK_FRAMING_BYTES};
+use crate::packet::{Ack, Pkt, WIRE_BYTES};
 use crate::spec::{BufferSpec, ScenarioSpec, CCID2};
 use crate::tcp::{TcpConfig, TcpFlow};
 
@@ -384,7 +384,7 @@ impl Sim {
         let ctx = QdiscContext {
             limit,
             rate_bps: b.rate_bps,
-            mean_packet_bytes: (mean_mss + HEADER_BYTES as u64) as u32,
+            mean_packet_bytes: (mean_mss + WIRE_BYTES as u64) as u32,
             reference_rtt: SimDuration::from_nanos(spec.reference_rtt_ns()),
         };
         let qdisc = aqm::build_any::<Pkt>(&b.qdisc, &b.params, &ctx)?;
@@ -392,7 +392,7 @@ impl Sim {
         let access_rate = Bandwidth::from_bps(spec.access_rate());
         let buffer_pkts = match limit {
             Limit::Packets(n) => n,
-            Limit::Bytes(n) => n / (mean_mss + HEADER_BYTES as u64),
+            Limit::Bytes(n) => n / (mean_mss + WIRE_BYTES as u64),
         };
 
         let mut flows = Vec::with_capacity(spec.flows.len());
@@ -465,7 +465,7 @@ impl Sim {
                     ctl,
                 ))
             };
-            let full_wire = f.mss + HEADER_BYTES;
+            let full_wire = f.mss + WIRE_BYTES;
             q.push(start, EvKind::Timer(i as u32));
             in_queue.push(InQueue { bytes: 0, fwd_pipe: pipe_index(&mut fwd_delays, f.rtt_ns / 2) });
             acct.push(Acct {
@@ -480,7 +480,7 @@ impl Sim {
                 q: VecDeque::with_capacity(ring_hint / 2),
                 free: 0,
                 host_ready: 0,
-                tx_full: access_rate.tx_time((full_wire + LINK_FRAMING_BYTES) as u64).as_nanos(),
+                tx_full: access_rate.tx_time(full_wire as u64).as_nanos(),
                 full_wire,
             });
             timer_armed.push(start);
@@ -623,7 +623,7 @@ impl Sim {
     #[inline]
     fn bneck_tx(&mut self, bytes: u32) -> u64 {
         if self.tx_cache.0 != bytes {
-            self.tx_cache = (bytes, self.link_rate.tx_time((bytes + LINK_FRAMING_BYTES) as u64).as_nanos());
+            self.tx_cache = (bytes, self.link_rate.tx_time(bytes as u64).as_nanos());
         }
         self.tx_cache.1
     }
@@ -812,7 +812,7 @@ impl Sim {
             let tx = if p.meta.bytes == link.full_wire {
                 link.tx_full
             } else {
-                self.access_rate.tx_time((p.meta.bytes + LINK_FRAMING_BYTES) as u64).as_nanos()
+                self.access_rate.tx_time(p.meta.bytes as u64).as_nanos()
             };
             let depart = ready.max(link.free) + tx;
             link.free = depart;

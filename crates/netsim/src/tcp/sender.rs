@@ -33,7 +33,7 @@ use netunits::{Bandwidth, SimDuration, SimTime};
 
 use crate::cc::{AckSample, CongestionControl, CongestionEvent, CongestionSignal, RateSample};
 use super::pending::PendingBits;
-use crate::packet::{Pkt, TcpAck as Ack, HEADER_BYTES, NO_WINDOW_LIMIT, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES};
+use crate::packet::{Pkt, TcpAck as Ack, LINK_FRAMING_BYTES, NO_WINDOW_LIMIT, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES, WIRE_BYTES};
 use crate::rtt::RttEstimator;
 
 /// RFC 6675 §2 / RFC 5681 §3.2: DupThresh (Linux `tcp_reordering`, 3).
@@ -1230,7 +1230,7 @@ impl TcpSender {
         self.syn = Some(SynSent { sent: now, deadline: now + timeout, tries });
         let mut p = self.packet(0, PF_SYN);
         p.len = 0;
-        p.meta.bytes = SYN_BYTES;
+        p.meta.bytes = SYN_BYTES + LINK_FRAMING_BYTES;
         p.meta.ecn_capable = false;
         out.push(p);
     }
@@ -1622,7 +1622,7 @@ impl TcpSender {
         Pkt {
             meta: PacketMeta {
                 flow: self.cfg.flow,
-                bytes: len + HEADER_BYTES,
+                bytes: len + WIRE_BYTES,
                 // RFC 3168 §6.1.5: retransmitted packets are not ECN-capable.
                 ecn_capable: self.cfg.ecn && flags & PF_RETX == 0,
                 // ZRTT's base-RTT header hint (seed 002): the sender's lowest RTT.
@@ -2229,7 +2229,7 @@ mod tests {
         let mut out = Vec::new();
         s.on_timer(SimTime::ZERO, &mut out);
         assert_eq!(out.len(), 1);
-        assert_eq!((out[0].flags, out[0].len, out[0].meta.bytes), (PF_SYN, 0, 60));
+        assert_eq!((out[0].flags, out[0].len, out[0].meta.bytes), (PF_SYN, 0, 74));
         out.clear();
         assert_eq!(s.next_wakeup(), SimTime::from_secs(1));
         s.on_timer(SimTime::from_secs(1), &mut out);

@@ -496,3 +496,24 @@ def test_compare_lays_the_kernels_and_the_simulators_per_ack_traces_side_by_side
         summary = doc["tcp_probe"][backend]
         assert [s["flow"] for s in summary] == [0, 1] and summary[0]["acks"] == len(reno)
         assert summary[0]["first_ssthresh_segments"] == reno["current_ssthresh_segments"].iloc[first]
+
+
+def test_a_flow_with_an_rwnd_runs_and_its_window_is_held_to_it(tmp_path, vm_ready):
+    # iperf3 -w needs net.core.rmem_max/wmem_max raised, which Linux keeps only in the
+    # initial network namespace: the guest used to fail with "could not set
+    # net.core.wmem_max in s0". The kernel doubles SO_RCVBUF and advertises half of
+    # it, so the peer's window (tcp_probe's snd_wnd) never exceeds the rwnd asked for.
+    import pandas as pd
+
+    from fairlab.backends.vm.runner import run_vm
+    from fairlab.scenario import load_scenario
+
+    scen = _scenario(tmp_path, duration="2s")
+    scen.write_text(scen.read_text().replace('rtt = "40ms"\n', 'rtt = "40ms"\nrwnd = "40000B"\n', 1))
+    dest = tmp_path / "acks.parquet"
+    tr = run_vm(load_scenario(scen), seed=5, image=vm_ready, tcp_probe_path=dest)
+    acks = pd.read_parquet(dest)
+    reno = acks[acks["flow"] == 0]
+    assert len(reno) > 20 and reno["snd_wnd_bytes"].max() <= 40_000
+    # A 40,000-B window at 40 ms caps the flow near 8 Mbit/s of its 10: it still moves data.
+    assert tr.samples[tr.samples["flow"] == 0]["throughput_bps"].sum() > 0

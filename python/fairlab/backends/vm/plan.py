@@ -322,18 +322,20 @@ def _script(resolved: dict[str, Any], flows: list[GuestFlow], child_args: list[s
                 f"net.ipv4.tcp_wmem={WMEM_MIN_DEFAULT[0]} {WMEM_MIN_DEFAULT[1]} {m}",
                 f"net.ipv4.tcp_ecn={1 if f['ecn'] else 0}", f"net.ipv4.tcp_sack={1 if f['sack'] else 0}",
                 "net.ipv4.tcp_no_metrics_save=1"]
-        if f["rwnd_bytes"]:
-            vals.append(f"net.core.wmem_max={max(int(f['rwnd_bytes']), 212992)}")
         for v in vals:
             run(["/bin/sysctl", "-qw", v], f"set {v.split('=')[0]} in s{gf.index}", ns=f"s{gf.index}")
     rvals = [f"net.ipv4.tcp_rmem={RMEM_MIN_DEFAULT[0]} {RMEM_MIN_DEFAULT[1]} {rx_max}",
              f"net.ipv4.tcp_wmem={WMEM_MIN_DEFAULT[0]} {WMEM_MIN_DEFAULT[1]} {rx_max}",
              "net.ipv4.tcp_ecn=2", "net.ipv4.tcp_sack=1", "net.ipv4.tcp_no_metrics_save=1"]
-    rwnds = [int(f["rwnd_bytes"]) for f in resolved["flows"] if f["rwnd_bytes"]]
-    if rwnds:
-        rvals += [f"net.core.rmem_max={max(max(rwnds), 212992)}", f"net.core.wmem_max={max(max(rwnds), 212992)}"]
     for v in rvals:
         run(["/bin/sysctl", "-qw", v], f"set {v.split('=')[0]} in d", ns="d")
+    # iperf3 -w (a flow's `rwnd`) sets SO_RCVBUF/SO_SNDBUF, capped by net.core.rmem_max
+    # and wmem_max; those are not per network namespace (Linux 6.1 keeps them in the
+    # initial one and refuses them elsewhere), so they are raised once, guest-wide.
+    rwnds = [int(f["rwnd_bytes"]) for f in resolved["flows"] if f["rwnd_bytes"]]
+    if rwnds:
+        for v in (f"net.core.rmem_max={max(max(rwnds), 212992)}", f"net.core.wmem_max={max(max(rwnds), 212992)}"):
+            run(["/bin/sysctl", "-qw", v], f"set {v.split('=')[0]}")
     # ---- delay (netem) and the bottleneck (htb + child)
     for gf, f in zip(flows, resolved["flows"]):
         delay = f"{max(1, round(int(f['rtt_ns']) / 2 / 1000))}us"

@@ -246,6 +246,14 @@ def _run_pool(todo: list[Task], backend: str, workers: int, record: Callable[[Ou
             if proc.is_alive():
                 proc.kill()
                 proc.join(timeout=5)
+        # Let the executor's manager thread see its workers gone and close its wake-up
+        # pipe before the interpreter exits: CPython 3.11's exit hook for process pools
+        # checks that pipe and then writes to it, and if the thread closes it in
+        # between, the exit prints an OSError traceback (EBADF) after our clean
+        # message. Bounded, like the joins above.
+        manager = getattr(pool, "_executor_manager_thread", None)
+        if manager is not None:
+            manager.join(timeout=5)
         raise
     pool.shutdown(wait=True)
 

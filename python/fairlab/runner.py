@@ -9,6 +9,8 @@ from .scenario import Scenario
 from .trace import Trace
 
 BACKENDS = ("sim", "live", "vm")
+#: The backends that record a per-ACK trace (`tcp_probe_path`).
+PROBE_BACKENDS = ("sim", "vm")
 
 
 def run_scenario(
@@ -24,8 +26,8 @@ def run_scenario(
     scenario's `title` and `description`, when given, are copied into the trace's meta.
     ``tcp_probe_path`` (vm and sim) also writes every sender's per-ACK state there:
     the kernel's `tcp:tcp_probe` trace, or the simulator's record of the same."""
-    if tcp_probe_path is not None and backend not in ("vm", "sim"):
-        raise ValueError(f"a per-ACK trace (tcp_probe) needs the vm or sim backend, not {backend!r}")
+    if tcp_probe_path is not None and backend not in PROBE_BACKENDS:
+        raise ValueError(f"a per-ACK trace (tcp_probe) needs the {' or '.join(PROBE_BACKENDS)} backend, not {backend!r}")
     trace = _run_on_backend(scenario, seed=seed, backend=backend, run_index=run_index, progress=progress,
                             tcp_probe_path=tcp_probe_path)
     for key in ("title", "description"):

@@ -15,7 +15,7 @@ from ..analysis import analyze
 from ..campaign.paths import inside, slug
 from .common import UsageError
 from ..campaign.plan import load_campaign
-from ..runner import BACKENDS, run_scenario
+from ..runner import BACKENDS, PROBE_BACKENDS, run_scenario
 from ..scenario import Scenario
 from .common import console, err_console
 from .overrides import apply_overrides, refuse_swept_overrides
@@ -50,7 +50,7 @@ def run(
     refuse_swept_overrides(campaign, overrides)
     out_dir = out or Path("out") / slug(campaign.name)
     single = len(campaign.tasks) == 1 and not doc.get("sweep")
-    if tcp_probe and (backend not in ("vm", "sim") or not single):
+    if tcp_probe and (backend not in PROBE_BACKENDS or not single):
         raise UsageError("--tcp-probe records the per-ACK trace of one run: it needs --backend vm (the kernel's "
                          "tcp:tcp_probe) or sim, and a scenario without a sweep and with runs = 1")
     if single:

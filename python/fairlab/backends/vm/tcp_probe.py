@@ -22,11 +22,13 @@ import re
 import numpy as np
 import pandas as pd
 
+# The trace's columns and writer are shared with the simulator's trace.
+from ..ack_trace import COLUMNS, write  # noqa: F401
+
 #: `ssthresh` before the first loss (Linux `TCP_INFINITE_SSTHRESH`).
 INFINITE_SSTHRESH = 0x7FFFFFFF
 _LINE = re.compile(r"\s(\d+\.\d+): tcp_probe: (.*)$")
 _FIELDS = ("src", "dest", "data_len", "snd_nxt", "snd_una", "snd_cwnd", "ssthresh", "snd_wnd", "srtt")
-from ..ack_trace import COLUMNS, write  # noqa: F401 (the trace's columns and writer, shared with the simulator)
 
 
 #: The trace buffer of an untraced run, which keeps only each connection's first

@@ -390,11 +390,6 @@ impl Sim {
         let qdisc = aqm::build_any::<Pkt>(&b.qdisc, &b.params, &ctx)?;
         let link_rate = Bandwidth::from_bps(b.rate_bps);
         let access_rate = Bandwidth::from_bps(spec.access_rate());
-        let buffer_pkts = match limit {
-            Limit::Packets(n) => n,
-            Limit::Bytes(n) => n / (mean_mss + WIRE_BYTES as u64),
-        };
-
         let mut flows = Vec::with_capacity(spec.flows.len());
         let mut eps = Vec::with_capacity(spec.flows.len());
         let mut links = Vec::with_capacity(spec.flows.len());
@@ -413,7 +408,6 @@ impl Sim {
             // Ring capacities start small and double on demand: a ring much larger
             // than what is in flight makes its head sweep the whole allocation and
             // evict everything else from the cache (1,000-flow runs).
-            let _ = buffer_pkts;
             let ring_hint = 32;
             let delack = SimDuration::from_nanos(f.delack_timeout_ns);
             let ep = if f.cca == CCID2 {

@@ -268,3 +268,29 @@ def test_every_slice_names_a_cell_the_same_way():
     shipped = pd.read_csv(committed_vm_results())["cell"].unique()
     assert all(grid.Cell.from_id(c) in full for c in shipped)
     assert len(grid.pairs()) == 39 and len({frozenset(p) for p in grid.pairs()}) == 39
+
+
+def test_the_spread_verdict_reads_the_kernels_few_seeds_honestly():
+    cell = "reno-cubic|100ms|1bdp|droptail"
+    kernel = _rows(cell, [[40, 60]] * 3, [0.80, 0.90, 1.00])  # sd of J 0.100
+
+    def spread(sim_j: list[float], vm=kernel) -> str:
+        return grid.compare(_rows(cell, [[40, 60]] * len(sim_j), sim_j), vm).iloc[0]["spread"]
+
+    # Ten seeds alternating 0.85/0.95: sd 0.0527, ratio 0.53, inside [1/2, 2].
+    assert spread([0.85, 0.95] * 5) == "within"
+    # Every seed the same (Vegas-Vegas' simulator): sd floored at 0.005, ratio 0.05;
+    # by hand the 95 % upper bound is 0.05 / sqrt(F_0.025(9, 2) = 0.175) = 0.12 < 1/2.
+    assert spread([0.90] * 10) == "narrower"
+    # 0.875/0.925: sd 0.0264, ratio 0.26 is outside the factor, but its upper bound
+    # 0.26 / sqrt(0.175) = 0.63 is not: three kernel seeds cannot tell.
+    assert spread([0.875, 0.925] * 5) == "unresolved"
+    # Both below the floor: equal, whatever their ratio (0.0 against 0.001).
+    steady = _rows(cell, [[40, 60]] * 3, [0.999, 1.0, 0.998])
+    assert spread([1.0] * 10, steady) == "within"
+    # Six kernel seeds at sd <= 0.005, the simulator's 0.158: lower bound
+    # 31.6 / sqrt(F_0.975(9, 5) = 6.68) = 12.2 > 2.
+    tight = _rows(cell, [[40, 60]] * 6, [0.90, 0.90, 0.91, 0.90, 0.89, 0.90])
+    assert spread([0.7, 1.0] * 5, tight) == "wider"
+    assert "outside it: reno-cubic · 100ms · 1bdp · droptail (wider)" in grid.markdown(
+        grid.compare(_rows(cell, [[40, 60]] * 10, [0.7, 1.0] * 5), tight))

@@ -149,3 +149,36 @@ def test_the_window_maximum_is_the_brute_force_one(points, span):
     y = np.array(ys, dtype=float)
     want = [y[: i + 1][t[: i + 1] >= t[i] - span].max() for i in range(len(t))]
     assert np.array_equal(_window_max(t, y, span), want)
+
+
+def test_the_receive_window_grows_as_linux_autotunes_its_buffer(tmp_path):
+    # Illinois vs Reno, 100 Mbit/s, 100 ms, 1 BDP, seed 42: the kernel's trace of
+    # this run (vm backend, docs/tcp-model.md "Receive window") shows Illinois
+    # advertised 45, 44, 118, 278, 562 and 1,038 segments in its first six round
+    # trips: no growth until the buffer's first resize, then a ceiling set by
+    # what the application read per RTT (Linux 6.1 tcp_rcv_space_adjust). An
+    # explicit rwnd is a fixed buffer (SO_RCVBUF switches autotuning off): open to
+    # two more segments per segment from the first.
+    kernel = [45, 44, 118, 278, 562, 1038]
+
+    def windows(rwnd):
+        flows = [{"cca": "illinois", "rtt": "100ms"}, {"cca": "reno", "rtt": "100ms"}]
+        if rwnd:
+            for f in flows:
+                f["rwnd"] = rwnd
+        doc = {"name": "rw", "duration": "1s", "seed": 42,
+               "bottleneck": {"rate": "100Mbit", "buffer": "100%bdp"}, "flows": flows}
+        path = tmp_path / f"{rwnd}.parquet"
+        simulate(Scenario.from_dict(doc), tcp_probe_path=path)
+        acks = pd.read_parquet(path)
+        acks = acks[acks["acked_bytes"] > 0]
+        acks = acks[acks["flow"] == 0]
+        rounds = ((acks["t"] - acks["t"].min()) / 0.1).astype(int)
+        return (acks.groupby(rounds)["snd_wnd_bytes"].max() // MSS).tolist()
+
+    tuned = windows(None)
+    assert max(tuned[:2]) <= 46, tuned
+    for sim, linux in zip(tuned[2:6], kernel[2:]):
+        assert abs(sim - linux) <= 0.05 * linux, (tuned, kernel)
+    fixed = windows("2500000B")
+    assert fixed[0] >= 45 + 2 * 9 and fixed[5] > 1.2 * kernel[5], fixed

@@ -58,7 +58,8 @@ pub struct Pkt {
     /// `PF_*` flags.
     pub flags: u8,
     /// DCCP: the sender's current Ack Ratio (RFC 4341 §6.1.2, carried by the Ack
-    /// Ratio feature of RFC 4340 §11.3). TCP: unused.
+    /// Ratio feature of RFC 4340 §11.3). TCP: the timestamp echo (RFC 7323 §3.2
+    /// TSecr), the `tsval` of the newest ACK the sender had when it sent this.
     pub aux: u16,
 }
 
@@ -95,25 +96,45 @@ pub(crate) struct TcpAck {
     pub dsack: u64,
     /// Valid entries in `blocks`.
     pub nblocks: u8,
-    /// ECE (RFC 3168 §6.1.3).
-    pub ece: bool,
-    /// This is the SYN-ACK answering the sender's SYN.
-    pub syn: bool,
+    /// `ACK_ECE` (RFC 3168 §6.1.3) and `ACK_SYN` (the SYN-ACK answering the
+    /// sender's SYN); one byte, so the timestamp fits the 72 bytes.
+    pub flags: u8,
+    /// The receiver's timestamp clock when it sent this ACK (RFC 7323 §3.2
+    /// TSval): Linux's millisecond clock, kept to 16 bits (differences wrap, as
+    /// TCP's own 32-bit timestamps do; every RTT here is far below 65 s). The
+    /// sender echoes it in its data (`Pkt::aux`), from which the receiver measures
+    /// its RTT for receive-buffer autotuning.
+    pub tsval: u16,
     /// Advertised receive window in segments from `cum` (the TCP header's window
     /// field, RFC 9293 §3.8.6), `NO_WINDOW_LIMIT` when the receiver sets none.
     pub wnd: u32,
 }
+
+/// [`TcpAck::flags`]: ECN-Echo.
+pub(crate) const ACK_ECE: u8 = 1;
+/// [`TcpAck::flags`]: a SYN-ACK.
+pub(crate) const ACK_SYN: u8 = 2;
 
 /// "No receive-window limit" in [`TcpAck::wnd`].
 pub(crate) const NO_WINDOW_LIMIT: u32 = u32::MAX;
 
 impl Default for TcpAck {
     fn default() -> Self {
-        TcpAck { cum: 0, blocks: [(0, 0); MAX_SACK_BLOCKS], dsack: NO_DSACK, nblocks: 0, ece: false, syn: false, wnd: NO_WINDOW_LIMIT }
+        TcpAck { cum: 0, blocks: [(0, 0); MAX_SACK_BLOCKS], dsack: NO_DSACK, nblocks: 0, flags: 0, tsval: 0, wnd: NO_WINDOW_LIMIT }
     }
 }
 
 impl TcpAck {
+    /// ECN-Echo set (RFC 3168 §6.1.3).
+    #[inline]
+    pub fn ece(&self) -> bool {
+        self.flags & ACK_ECE != 0
+    }
+    /// This is the SYN-ACK answering the sender's SYN.
+    #[inline]
+    pub fn syn(&self) -> bool {
+        self.flags & ACK_SYN != 0
+    }
     /// The D-SACKed segment, if this ACK reports one.
     #[inline]
     pub fn dsack(&self) -> Option<u64> {

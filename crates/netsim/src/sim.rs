@@ -448,6 +448,7 @@ impl Sim {
                         start: SimTime::from_nanos(start),
                         stop: SimTime::from_nanos(stop),
                         rwnd_bytes: f.rwnd_bytes,
+                        rwnd_autotune: f.rwnd_autotune,
                         delayed_ack: f.delayed_ack,
                         delack_timeout: delack,
                         base_rtt: SimDuration::from_nanos(f.rtt_ns),
@@ -732,7 +733,7 @@ impl Sim {
         let f = f as usize;
         let ep = &mut self.eps[f];
         if let (Some(probe), Endpoint::Tcp(t), Ack::Tcp(a)) = (self.probe.as_mut(), &ep.0, &ack) {
-            if !a.syn {
+            if !a.syn() {
                 t.snd.probe_into(now, f as u32, probe);
             }
         }

@@ -111,6 +111,11 @@ pub struct FlowSpec {
     /// Receiver window cap, bytes; `None` = unlimited.
     #[serde(default)]
     pub rwnd_bytes: Option<u64>,
+    /// `rwnd_bytes` is where Linux's receive-buffer autotuning stops (a buffer of
+    /// `tcp_rmem[2]` = twice it), not a fixed buffer: the buffer starts at
+    /// `tcp_rmem[1]` and grows with what the application reads per RTT.
+    #[serde(default)]
+    pub rwnd_autotune: bool,
     /// ECN (RFC 3168): data packets are ECT and CE marks are echoed.
     #[serde(default)]
     pub ecn: bool,

@@ -82,6 +82,10 @@ def with_host_windows(resolved: dict) -> dict:
     for f in resolved["flows"]:
         if f.get("rwnd_bytes") is None and f["cca"] != "ccid2":
             f["rwnd_bytes"] = advertised_window_max(resolved, int(f["rtt_ns"]))
+            # The hosts' receivers autotune their buffers up to that window (Linux
+            # `tcp_moderate_rcvbuf`); an explicit `rwnd` is a fixed buffer
+            # (iperf3 -w sets SO_RCVBUF, which switches autotuning off).
+            f["rwnd_autotune"] = True
     return resolved
 
 

@@ -33,6 +33,9 @@ pub(crate) struct TcpConfig {
     pub start: SimTime,
     pub stop: SimTime,
     pub rwnd_bytes: Option<u64>,
+    /// `rwnd_bytes` is the autotuning maximum (Linux `tcp_rmem[2]` / 2), not a
+    /// fixed buffer: the receive buffer grows to it as Linux's does.
+    pub rwnd_autotune: bool,
     pub delayed_ack: bool,
     /// Minimum delayed-ACK timeout (Linux `TCP_ATO_MIN`).
     pub delack_timeout: SimDuration,
@@ -84,6 +87,7 @@ impl TcpFlow {
             c.delack_timeout,
             c.base_rtt,
             c.rwnd_bytes,
+            c.rwnd_autotune,
         );
         TcpFlow { snd, rcv }
     }
@@ -98,7 +102,7 @@ impl TcpFlow {
         if pkt.flags & PF_SYN != 0 {
             // RFC 9293 §3.5: the listener answers every SYN (a retransmitted one
             // too) with a SYN-ACK at once.
-            return Some(self.rcv.syn_ack());
+            return Some(self.rcv.syn_ack(now));
         }
         self.rcv.on_data(now, pkt)
     }

@@ -295,6 +295,9 @@ pub(crate) struct TcpSender {
     pub(crate) spurious_undos: u64,
     /// The handshake in progress (data waits for the SYN-ACK).
     syn: Option<SynSent>,
+    /// The newest timestamp the receiver sent (Linux `ts_recent`, RFC 7323 §4.3),
+    /// echoed in every segment.
+    ts_recent: u16,
     pub(crate) cc: Box<dyn CongestionControl>,
     pub(crate) rtt: RttEstimator,
     pub(crate) rto_deadline: SimTime,
@@ -352,6 +355,7 @@ impl TcpSender {
             frto_send_new: false,
             spurious_undos: 0,
             syn: None,
+            ts_recent: 0,
             cc,
             rtt: RttEstimator::new(),
             rto_deadline: SimTime::MAX,
@@ -876,8 +880,13 @@ impl TcpSender {
 
     /// Process an ACK arriving at `now`.
     pub(crate) fn on_ack(&mut self, now: SimTime, ack: &Ack, out: &mut Vec<Pkt>) {
+        // RFC 7323 §4.3: keep the newest timestamp (PAWS would refuse an older one;
+        // ACKs can arrive out of order under host jitter).
+        if ack.tsval.wrapping_sub(self.ts_recent) as i16 >= 0 || self.syn.is_some() {
+            self.ts_recent = ack.tsval;
+        }
         if !self.started {
-            if let (true, Some(syn)) = (ack.syn, self.syn) {
+            if let (true, Some(syn)) = (ack.syn(), self.syn) {
                 self.snd_wnd_end = self.window_end(ack);
                 // Established: the SYN's round trip is the first RTT sample (as
                 // Linux, with timestamps, even after a SYN retransmission).
@@ -889,7 +898,7 @@ impl TcpSender {
             }
             return;
         }
-        if ack.syn {
+        if ack.syn() {
             return; // a SYN-ACK for a retransmitted SYN
         }
         // The peer's window (RFC 9293 §3.8.6); ACKs arrive in order here and the
@@ -1055,7 +1064,7 @@ impl TcpSender {
         }
 
         // RFC 3168 §6.1.2: react to ECE at most once per window of data.
-        if self.cfg.ecn && ack.ece && self.state == CaState::Open && self.snd_nxt > self.snd_una {
+        if self.cfg.ecn && ack.ece() && self.state == CaState::Open && self.snd_nxt > self.snd_una {
             let prior_cwnd = self.cc.cwnd();
             self.congestion_event(now, CongestionSignal::Ecn);
             self.start_prr(prior_cwnd);
@@ -1634,7 +1643,7 @@ impl TcpSender {
             seq: idx,
             len,
             flags,
-            aux: 0,
+            aux: self.ts_recent,
         }
     }
 
@@ -1989,7 +1998,7 @@ mod tests {
         s.on_timer(SimTime::ZERO, &mut out);
         out.clear();
         let mut ece = ack(1, &[]);
-        ece.ece = true;
+        ece.flags |= crate::packet::ACK_ECE;
         s.on_ack(t, &ece, &mut out);
         assert_eq!(s.state, CaState::Cwr);
         let first = out.drain(..).collect::<Vec<_>>();
@@ -2235,7 +2244,7 @@ mod tests {
         s.on_timer(SimTime::from_secs(1), &mut out);
         assert_eq!(out.drain(..).filter(|p| p.flags == PF_SYN).count(), 1, "SYN resent");
         assert_eq!(s.next_wakeup(), SimTime::from_secs(3));
-        s.on_ack(SimTime::from_millis(1050), &Ack { syn: true, ..Ack::default() }, &mut out);
+        s.on_ack(SimTime::from_millis(1050), &Ack { flags: crate::packet::ACK_SYN, ..Ack::default() }, &mut out);
         assert_eq!(s.rtt.srtt(), SimDuration::from_millis(50));
         assert_eq!(sent(&mut out), (0..10).map(|k| k.to_string()).collect::<Vec<_>>(), "the initial window");
     }

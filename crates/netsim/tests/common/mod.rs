@@ -40,6 +40,7 @@ pub fn flow(cca: &str, rtt_ms: u64, start_s: u64) -> FlowSpec {
         stop_ns: None,
         bytes: None,
         rwnd_bytes: None,
+        rwnd_autotune: false,
         ecn: false,
         mss: 1448,
         sack: true,

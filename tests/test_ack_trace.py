@@ -132,6 +132,11 @@ def test_cli_writes_the_simulators_trace_and_refuses_live(tmp_path):
     acks = pd.read_parquet(tmp_path / "o" / "probe-cli.tcp_probe.parquet")
     assert list(acks.columns) == COLUMNS and len(acks) > 100
     assert "per-ACK trace" in cp.stdout
+    # Handed to `analyze` by mistake, it is named for what it is, with the run's
+    # own trace beside it.
+    cp = fairlab("analyze", tmp_path / "o" / "probe-cli.tcp_probe.parquet")
+    assert cp.returncode == 2 and "Traceback" not in cp.stderr
+    assert "per-ACK trace" in cp.stderr and "probe-cli.parquet" in cp.stderr
     cp = fairlab("run", scen, "--tcp-probe", "--backend", "live", "--out", tmp_path / "o2")
     assert cp.returncode == 2 and "Traceback" not in cp.stderr and "--backend vm" in cp.stderr
     cp = fairlab("compare", scen, "--tcp-probe", "--reference", "live", "--out", tmp_path / "o3")

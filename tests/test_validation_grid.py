@@ -10,6 +10,9 @@ closer; lowering it is a decision to write down in docs/validation/vm.md.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ProcessPoolExecutor
+
 import pandas as pd
 import pytest
 
@@ -23,15 +26,19 @@ from fairlab.validation import grid
 MIN_AGREEING = 49  # 2026-11-28: 49 of the 57 shipped cells (docs/validation/vm.md)
 
 
+def _sim_run(task) -> pd.DataFrame:
+    trace = run_scenario(task.model(), seed=task.seed, run_index=task.run_index)
+    return grid.run_results(trace, grid.cell_of(task.point), "sim", task.seed)
+
+
 def _sim_rows(vm: pd.DataFrame) -> pd.DataFrame:
     """The simulator's side of the committed cells, planned as `fairlab validate` plans
-    it (`SIM_SEEDS` seeds per cell, the kernel's first)."""
+    it (`SIM_SEEDS` seeds per cell, the kernel's first), on every core."""
     cells = [grid.Cell.from_id(c) for c in dict.fromkeys(vm["cell"])]
-    parts = []
-    for doc in grid.campaign_docs(cells, runs=grid.SIM_SEEDS):
-        for task in expand(doc, source="test", backend="sim").tasks:
-            trace = run_scenario(task.model(), seed=task.seed, run_index=task.run_index)
-            parts.append(grid.run_results(trace, grid.cell_of(task.point), "sim", task.seed))
+    tasks = [t for doc in grid.campaign_docs(cells, runs=grid.SIM_SEEDS)
+             for t in expand(doc, source="test", backend="sim").tasks]
+    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        parts = list(pool.map(_sim_run, tasks, chunksize=16))
     return pd.concat(parts, ignore_index=True)
 
 

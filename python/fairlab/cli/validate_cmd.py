@@ -11,6 +11,7 @@ import pandas as pd
 import typer
 from rich.markup import escape
 
+from ..validation.grid import SIM_SEEDS
 from .common import UsageError, console, err_console
 
 SIDES = ("sim", "vm", "both")
@@ -154,7 +155,7 @@ def validate(
     vm_data: Optional[Path] = typer.Option(None, "--vm-data", help="the kernel's results to compare with (default: those shipped with fairlab; with --backend vm/both, this run's)"),
     record: Optional[Path] = typer.Option(None, "--record", help="also write the kernel's per-run results to this CSV, merged with the runs it holds; with --backend vm/both, runs it already holds are not run again"),
     cell_ids: Optional[list[str]] = typer.Option(None, "--cell", metavar="ID", help="run only this cell (repeatable), named as in the table, e.g. 'reno-cubic|100ms|1bdp|droptail'"),
-    seeds: int = typer.Option(3, "--seeds", min=1, max=50, help="kernel seeds per cell (the simulator runs at least 10, the kernel's first)"),
+    seeds: int = typer.Option(3, "--seeds", min=1, max=50, help=f"kernel seeds per cell (the simulator runs at least {SIM_SEEDS}, the kernel's first)"),
 ) -> None:
     """Run the validation grid and say, cell by cell, whether the simulator agrees
     with the real kernel (±5 points of share, ±0.03 of J of means)."""

@@ -880,13 +880,9 @@ impl TcpSender {
 
     /// Process an ACK arriving at `now`.
     pub(crate) fn on_ack(&mut self, now: SimTime, ack: &Ack, out: &mut Vec<Pkt>) {
-        // RFC 7323 §4.3: keep the newest timestamp (PAWS would refuse an older one;
-        // ACKs can arrive out of order under host jitter).
-        if ack.tsval.wrapping_sub(self.ts_recent) as i16 >= 0 || self.syn.is_some() {
-            self.ts_recent = ack.tsval;
-        }
         if !self.started {
             if let (true, Some(syn)) = (ack.syn(), self.syn) {
+                self.ts_recent = ack.tsval;
                 self.snd_wnd_end = self.window_end(ack);
                 // Established: the SYN's round trip is the first RTT sample (as
                 // Linux, with timestamps, even after a SYN retransmission).
@@ -900,6 +896,11 @@ impl TcpSender {
         }
         if ack.syn() {
             return; // a SYN-ACK for a retransmitted SYN
+        }
+        // RFC 7323 §4.3: keep the newest timestamp (PAWS would refuse an older one;
+        // ACKs can arrive out of order under host jitter).
+        if ack.tsval.wrapping_sub(self.ts_recent) as i16 >= 0 {
+            self.ts_recent = ack.tsval;
         }
         // The peer's window (RFC 9293 §3.8.6); ACKs arrive in order here and the
         // receiver never moves the edge left.

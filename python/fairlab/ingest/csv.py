@@ -181,9 +181,11 @@ def parse_parquet(data: bytes, source: str, unit: str | None = None) -> FilePart
     except (pa.ArrowException, OSError) as exc:
         raise IngestError(source, f"is not a readable Parquet file ({str(exc).splitlines()[0] if str(exc) else exc})") from None
     header = list(tbl.column_names)
-    if {"acked_bytes", "outstanding_bytes", "cwnd_segments"} <= set(header):
-        # The per-ACK trace `--tcp-probe` writes (backends/ack_trace.py) sits beside the
-        # run's trace and is easily taken for it; it has no throughput samples.
+    from ..backends.ack_trace import COLUMNS as ACK_TRACE_COLUMNS
+
+    if header == ACK_TRACE_COLUMNS:
+        # The per-ACK trace `--tcp-probe` writes sits beside the run's trace and is
+        # easily taken for it; it has no throughput samples.
         beside = source[: -len(".tcp_probe.parquet")] + ".parquet" if source.endswith(".tcp_probe.parquet") else None
         raise IngestError(source, "is a per-ACK trace (`--tcp-probe`), not throughput samples; analyse the run's own "
                           f"trace{f' ({beside})' if beside else ''}, or hold it against the kernel's with "

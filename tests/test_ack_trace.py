@@ -11,7 +11,9 @@ bytes the trace says were acknowledged never exceed what reached the receiver
 
 from __future__ import annotations
 
+import json
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,10 +21,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from cli_helpers import fairlab
+from fairlab._core import simulate as core_simulate
+from fairlab.backends import ack_trace
 from fairlab.backends.ack_trace import COLUMNS
-from fairlab.backends.sim import simulate
+from fairlab.backends.sim import simulate, with_host_windows
 from fairlab.metrics.ack_trace import AckTraceError, summarize
-from fairlab.scenario import Scenario
+from fairlab.scenario import Scenario, load_scenario
 
 MSS = 1448
 
@@ -187,3 +191,72 @@ def test_the_receive_window_grows_as_linux_autotunes_its_buffer(tmp_path):
         assert abs(sim - linux) <= 0.05 * linux, (tuned, kernel)
     fixed = windows("2500000B")
     assert fixed[0] >= 45 + 2 * 9 and fixed[5] > 1.2 * kernel[5], fixed
+
+
+# The vm backend's kernel trace of the same Illinois vs Reno run (Linux 6.1 in QEMU,
+# `fairlab compare tests/data/vm_illinois_reno_seed42.toml --reference vm
+# --tcp-probe`, 2026-11-28): what the simulator's senders are held against.
+KERNEL_TRACE = Path(__file__).parent / "data" / "vm_illinois_reno_seed42.tcp_probe.parquet"
+IR_SCENARIO = Path(__file__).parent / "data" / "vm_illinois_reno_seed42.toml"
+
+
+def _releases(acks: pd.DataFrame) -> pd.DataFrame:
+    """Per ACK of one flow: the new segments sent before the next ACK (the trace
+    holds snd_una and snd_nxt − snd_una before each ACK), and the GSO size Linux
+    would give them: a millisecond of `tcp_update_pacing_rate`'s rate (200 % of
+    cwnd·MSS/sRTT below half of ssthresh, 120 % above), at least two segments."""
+    rows = []
+    for flow, g in acks.groupby("flow"):
+        nxt = (g["acked_bytes"] + g["outstanding_bytes"]).to_numpy()
+        cwnd = g["cwnd_segments"].to_numpy()[:-1]
+        ssthresh = g["current_ssthresh_segments"].fillna(np.inf).to_numpy()[:-1]
+        ratio = np.where(cwnd < ssthresh / 2, 2.0, 1.2)
+        rate = ratio * cwnd * MSS / g["srtt_s"].to_numpy()[:-1]
+        rows.append(pd.DataFrame({
+            "flow": flow, "t": g["t"].to_numpy()[:-1],
+            "sent": np.rint(np.diff(nxt) / MSS).astype(int),
+            "autosize": np.maximum(2, (rate / 1024) // MSS).astype(int),
+            "slow_start": np.isinf(ssthresh) & (cwnd >= 60),
+        }))
+    return pd.concat(rows, ignore_index=True)
+
+
+def _simulated_acks(tso_defer: bool) -> pd.DataFrame:
+    """The simulator's per-ACK trace of the kernel run's scenario, with or without
+    Linux's GSO sizing and deferral (the engine's `tso_defer`, off by default:
+    docs/tcp-model.md, "How the kernel's senders release segments")."""
+    scenario = load_scenario(IR_SCENARIO)
+    resolved = with_host_windows(scenario.resolve(seed=scenario.seed))
+    for f in resolved["flows"]:
+        f["tso_defer"] = tso_defer
+    return ack_trace.from_engine(core_simulate(json.dumps(resolved), None, True)["tcp_probe"])
+
+
+def test_new_data_leaves_in_linux_sized_bursts_as_the_kernels_does():
+    # Linux builds GSO packets of about 1 ms of its pacing rate even with offloads
+    # off, and holds one back until the window takes it whole (tcp_tso_autosize,
+    # tcp_tso_should_defer). The kernel's trace: in congestion avoidance (5–8 s)
+    # most non-empty releases are exactly that size and about half of the ACKs
+    # release nothing; in slow start most ACKs release nothing and the rest up to
+    # 12–18 segments. The simulator with `tso_defer` does the same; without it
+    # (the default) it releases what each ACK frees, two or four segments.
+    kernel = _releases(pd.read_parquet(KERNEL_TRACE))
+    deferring = _releases(_simulated_acks(True))
+    for label, r in (("kernel", kernel), ("sim", deferring)):
+        ca = r[(r["t"] >= 5) & (r["t"] < 8)]
+        for flow, g in ca.groupby("flow"):
+            sent = g[g["sent"] > 0]
+            assert (sent["sent"] == sent["autosize"]).mean() >= 0.8, (label, flow)
+            # Each ACK frees two segments: one ACK in autosize/2 releases a burst.
+            idle = (g["sent"] == 0).mean()
+            assert abs(idle - (1 - 2 / g["autosize"].median())) <= 0.05, (label, flow, idle)
+    for flow in (0, 1):
+        k = kernel[kernel["slow_start"] & (kernel["flow"] == flow)]
+        s = deferring[deferring["slow_start"] & (deferring["flow"] == flow)]
+        assert abs((s["sent"] == 0).mean() - (k["sent"] == 0).mean()) <= 0.08, flow
+        k_burst, s_burst = k.loc[k["sent"] > 0, "sent"], s.loc[s["sent"] > 0, "sent"]
+        assert abs(s_burst.mean() - k_burst.mean()) <= 0.25 * k_burst.mean(), (flow, s_burst.mean(), k_burst.mean())
+        assert abs(s_burst.quantile(0.9) - k_burst.quantile(0.9)) <= 2, flow
+    default = _releases(_simulated_acks(False))
+    ca = default[(default["t"] >= 5) & (default["t"] < 8)]
+    assert (ca["sent"] == 0).mean() < 0.05 and ca.loc[ca["sent"] > 0, "sent"].max() <= 4

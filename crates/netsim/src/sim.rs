@@ -456,6 +456,7 @@ impl Sim {
                         rack: f.rack,
                         tlp: f.tlp,
                         frto: f.frto,
+                        tso_defer: f.tso_defer,
                     },
                     ctl,
                 ))

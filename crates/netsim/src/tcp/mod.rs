@@ -4,6 +4,7 @@
 mod pending;
 pub(crate) mod receiver;
 pub(crate) mod sender;
+mod tso;
 
 pub use sender::CaState;
 
@@ -48,6 +49,8 @@ pub(crate) struct TcpConfig {
     pub tlp: bool,
     /// Linux `tcp_frto`: F-RTO.
     pub frto: bool,
+    /// Group new data into autosized GSO skbs and defer them as Linux does (`tso.rs`).
+    pub tso_defer: bool,
 }
 
 impl TcpFlow {
@@ -72,6 +75,7 @@ impl TcpFlow {
                 rack: c.rack,
                 tlp: c.tlp,
                 frto: c.frto,
+                tso_defer: c.tso_defer,
                 handshake: true,
             },
             cc,

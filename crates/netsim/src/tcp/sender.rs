@@ -33,6 +33,7 @@ use netunits::{Bandwidth, SimDuration, SimTime};
 
 use crate::cc::{AckSample, CongestionControl, CongestionEvent, CongestionSignal, RateSample};
 use super::pending::PendingBits;
+use super::tso;
 use crate::packet::{Pkt, TcpAck as Ack, LINK_FRAMING_BYTES, NO_WINDOW_LIMIT, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES, WIRE_BYTES};
 use crate::rtt::RttEstimator;
 
@@ -214,6 +215,9 @@ pub(crate) struct SenderConfig {
     /// F-RTO spurious-timeout detection (RFC 5682 §3.1, SACK-enhanced); Linux
     /// `net.ipv4.tcp_frto` = 2 (default). Needs SACK.
     pub frto: bool,
+    /// Send new data in Linux's autosized GSO skbs and hold back an skb the
+    /// window cannot take whole (`tso.rs`; Linux `tcp_tso_should_defer`).
+    pub tso_defer: bool,
     /// Open the connection with a SYN / SYN-ACK exchange first (always, in
     /// simulations; the sender's unit tests start established).
     pub handshake: bool,
@@ -303,6 +307,9 @@ pub(crate) struct TcpSender {
     pub(crate) rto_deadline: SimTime,
     pace_next: SimTime,
     pub(crate) pace_wake: SimTime,
+    /// The last transmission of a data segment (Linux `tcp_wstamp_ns` for an
+    /// unpaced sender): TSO deferral only waits right after one.
+    last_tx: SimTime,
     cwnd_limited: bool,
     /// Most segments outstanding in the current window (Linux `max_packets_out`,
     /// restarted when `snd_una` passes `cwnd_usage_seq`).
@@ -361,6 +368,7 @@ impl TcpSender {
             rto_deadline: SimTime::MAX,
             pace_next: SimTime::ZERO,
             pace_wake: SimTime::MAX,
+            last_tx: SimTime::ZERO,
             cwnd_limited: true,
             max_packets_out: 0,
             cwnd_usage_seq: 0,
@@ -574,8 +582,11 @@ impl TcpSender {
         // `tcp_pacing_check` per skb; the skb then leaves as one burst and moves
         // the clock by its whole length, `tcp_update_skb_after_send`).
         let mut skb_left = 0u64;
+        let paced = self.cc.pacing_rate().is_some();
+        // Segments of new data left in the current unpaced GSO skb (`tso.rs`).
+        let mut tso_left = 0u64;
         loop {
-            if skb_left == 0 && self.cc.pacing_rate().is_some() {
+            if skb_left == 0 && paced {
                 if self.pace_next > now {
                     self.pace_wake = self.pace_next;
                     self.cwnd_limited = true;
@@ -601,6 +612,20 @@ impl TcpSender {
             }
             // (2) otherwise new data, if the application and rwnd allow.
             if self.can_send_new(now) {
+                if tso_left == 0 && self.cfg.tso_defer && !paced {
+                    match tso::next_skb(&self.send_state(now, cwnd_segs)) {
+                        tso::Next::Send(n) => tso_left = n,
+                        tso::Next::DeferCwnd => {
+                            self.cwnd_limited = true;
+                            break;
+                        }
+                        tso::Next::DeferRwnd => {
+                            self.cwnd_limited = false;
+                            break;
+                        }
+                    }
+                }
+                tso_left = tso_left.saturating_sub(1);
                 self.transmit(now, self.snd_nxt, false, out);
                 continue;
             }
@@ -616,6 +641,26 @@ impl TcpSender {
                 self.app_limited_until = (self.delivered + self.pipe_bytes()).max(1);
             }
             break;
+        }
+    }
+
+    /// What Linux's `tcp_write_xmit` reads to size and defer the next skb.
+    fn send_state(&self, now: SimTime, cwnd_segs: u64) -> tso::SendState {
+        let mss = self.cfg.mss as u64;
+        tso::SendState {
+            now,
+            mss,
+            cwnd: cwnd_segs,
+            ssthresh: self.cc.ssthresh() / mss,
+            in_flight: self.pipe(),
+            packets_out: self.snd_nxt - self.snd_una,
+            send_win: self.snd_wnd_end.saturating_sub(self.snd_nxt),
+            snd_wnd: self.snd_wnd_end.saturating_sub(self.snd_una),
+            srtt: self.rtt.srtt(),
+            min_rtt: self.rtt.min_rtt(),
+            last_tx: self.last_tx,
+            head_sent: self.segs.front().map(|s| s.sent),
+            recovering: matches!(self.state, CaState::Recovery | CaState::Loss),
         }
     }
 
@@ -695,6 +740,7 @@ impl TcpSender {
             }
         }
         self.segs_sent += 1;
+        self.last_tx = now;
         if let Some(p) = self.prr.as_mut() {
             p.out += 1;
         }
@@ -1779,6 +1825,7 @@ mod tests {
             rack: true,
             tlp: true,
             frto: true,
+            tso_defer: false,
             handshake: false,
         };
         TcpSender::new(cfg, Box::new(Halving { mss: MSS as u64, cwnd, ssthresh: u64::MAX, prior: None }), 64)
@@ -1913,6 +1960,7 @@ mod tests {
                 rack: true,
                 tlp: true,
                 frto: true,
+                tso_defer: false,
                 handshake: false,
             };
             let mut s = TcpSender::new(cfg, Box::new(Recorder { cwnd, ssthresh, may_grow: log.clone() }), 16);
@@ -2132,6 +2180,7 @@ mod tests {
             rack: true,
             tlp: true,
             frto: true,
+            tso_defer: false,
             handshake: false,
         };
         let mut s = TcpSender::new(cfg, Box::new(Halving { mss: MSS as u64, cwnd: 20, ssthresh: u64::MAX, prior: None }), 16);
@@ -2300,6 +2349,7 @@ mod tests {
             rack: true,
             tlp: false,
             frto: true,
+            tso_defer: false,
             handshake: false,
         };
         let mut s = TcpSender::new(cfg, Box::new(Scripted { cwnd: cwnd.clone(), ssthresh: u64::MAX }), 64);
@@ -2334,6 +2384,7 @@ mod tests {
             rack: true,
             tlp: true,
             frto: true,
+            tso_defer: false,
             handshake: false,
         };
         let mut snd = TcpSender::new(cfg, Box::new(FixedPace(Bandwidth::from_bps(11_584_000), quantum)), 16);

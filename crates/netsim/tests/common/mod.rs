@@ -41,6 +41,7 @@ pub fn flow(cca: &str, rtt_ms: u64, start_s: u64) -> FlowSpec {
         bytes: None,
         rwnd_bytes: None,
         rwnd_autotune: false,
+        tso_defer: false,
         ecn: false,
         mss: 1448,
         sack: true,

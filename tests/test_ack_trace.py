@@ -100,6 +100,25 @@ def test_summary_counts_hand_built_reductions_and_means():
     assert s.acked_bytes == 4000
 
 
+def test_summary_counts_what_each_ack_releases():
+    # snd_una advances 2 segments per ACK; snd_nxt (una + outstanding) moves by
+    # 0, 4, 0, 4, 2 segments after the ACKs at t = 0..4 (1,000-byte segments).
+    una = np.arange(6) * 2000
+    nxt = una[0] + 10_000 + np.cumsum([0, 0, 4000, 0, 4000, 2000])
+    frame = pd.DataFrame({"t": np.arange(6, dtype=float), "flow": 1, "cwnd_segments": 10,
+                          "current_ssthresh_segments": np.nan, "srtt_s": 0.1,
+                          "acked_bytes": una, "outstanding_bytes": nxt - una})
+    (s,) = summarize(frame)
+    assert s.silent_ack_share == pytest.approx(2 / 5)
+    assert s.mean_release_bytes == pytest.approx((4000 + 4000 + 2000) / 3)
+    # Over [2, 3]: the ACKs at 2 and 3 release 0 and 4,000 bytes.
+    (w,) = summarize(frame, window=(2.0, 3.0))
+    assert (w.silent_ack_share, w.mean_release_bytes) == (0.5, 4000.0)
+    # Without the outstanding bytes the release figures are unknown, not zero.
+    (n,) = summarize(frame.drop(columns="outstanding_bytes"))
+    assert n.silent_ack_share is None and n.mean_release_bytes is None
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(1, 5000), min_size=2, max_size=200))
 def test_a_window_that_never_falls_has_no_reduction_and_its_mean_in_range(steps):

@@ -169,8 +169,15 @@ def _print_ack_table(probes: dict[str, list], labels: dict[int, str], reference:
     def num(x, fmt):
         return "—" if x is None else format(x, fmt)
 
+    def pct(x):
+        return "—" if x is None else f"{100 * x:.0f} %"
+
+    def kb(x):
+        return "—" if x is None else f"{x / 1000:.1f}"
+
     t = Table(title="per-ACK traces: where each flow's window went (sim / " + reference + ")", title_justify="left")
-    for c in ("flow", "ACKs", "slow start ends (s)", "peak cwnd", "first ssthresh", "reductions", "mean cwnd"):
+    for c in ("flow", "ACKs", "slow start ends (s)", "peak cwnd", "first ssthresh", "reductions", "mean cwnd",
+              "ACKs releasing nothing", "mean release (kB)"):
         t.add_column(c, justify="left" if c == "flow" else "right")
     # Paired by flow id: a flow with no ACK on one side (a DCCP flow, or one that
     # never got going) has no summary there.
@@ -187,6 +194,8 @@ def _print_ack_table(probes: dict[str, list], labels: dict[int, str], reference:
             f"{num(fs.first_ssthresh_segments, ',.0f')} / {num(fr.first_ssthresh_segments, ',.0f')}",
             f"{fs.reductions} / {fr.reductions}",
             f"{fs.mean_cwnd_segments:,.0f} / {fr.mean_cwnd_segments:,.0f}",
+            f"{pct(fs.silent_ack_share)} / {pct(fr.silent_ack_share)}",
+            f"{kb(fs.mean_release_bytes)} / {kb(fr.mean_release_bytes)}",
         )
     console.print(t)
 

@@ -12,6 +12,15 @@ ACKs of one RTT; a quarter within one RTT separates those from the ±1-segment
 noise of congestion avoidance. Controllers with a gentler decrease (Illinois down
 to β = 1/8, H-TCP's adaptive β) can hide a reduction from this count; the first
 ssthresh and the mean window still tell them apart.
+
+How a sender releases new data between ACKs is read from `snd_nxt` (the
+acknowledged bytes plus the outstanding ones) at consecutive ACKs of a flow: a
+Linux sender holds data back until the window takes a whole GSO packet
+(`tcp_tso_should_defer`), so about half its ACKs in congestion avoidance release
+nothing and the rest a packet of ~1 ms of its rate, where a sender without
+deferral releases what each ACK frees (docs/tcp-model.md, "How the kernel's
+senders release segments"). Retransmissions do not move `snd_nxt` and are not
+counted.
 """
 
 from __future__ import annotations
@@ -46,6 +55,11 @@ class FlowAckSummary:
     mean_cwnd_segments: float
     #: Bytes acknowledged over ``window`` (or the whole trace).
     acked_bytes: int
+    #: Over ``window``: the share of ACKs after which the flow sent no new data
+    #: before its next ACK, and the mean of the releases that were not empty,
+    #: bytes; None when the trace has no `outstanding_bytes` or no ACK pair.
+    silent_ack_share: float | None = None
+    mean_release_bytes: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -58,7 +72,8 @@ def summarize(columns: Mapping[str, Any], window: tuple[float, float] | None = N
     if missing:
         raise AckTraceError(f"not a per-ACK trace: column(s) {', '.join(missing)} missing; "
                             f"a trace has {', '.join(REQUIRED)}")
-    col = {c: np.asarray(columns[c]) for c in REQUIRED}
+    names = REQUIRED + (("outstanding_bytes",) if "outstanding_bytes" in columns else ())
+    col = {c: np.asarray(columns[c]) for c in names}
     order = np.lexsort((col["t"], col["flow"]))
     col = {c: v[order] for c, v in col.items()}
     flows, starts = np.unique(col["flow"], return_index=True)
@@ -75,6 +90,8 @@ def summarize(columns: Mapping[str, Any], window: tuple[float, float] | None = N
         peak = int(cwnd[: first if first is not None else len(cwnd)].max()) if len(cwnd) else 0
         lo, hi = window if window is not None else (t[0], t[-1])
         inside = (t >= lo) & (t <= hi)
+        silent, release = (None, None) if "outstanding_bytes" not in col else _releases(
+            t, acked, col["outstanding_bytes"][a:b].astype(np.int64), lo, hi)
         out.append(FlowAckSummary(
             flow=int(flow),
             acks=int(b - a),
@@ -84,8 +101,23 @@ def summarize(columns: Mapping[str, Any], window: tuple[float, float] | None = N
             reductions=_reductions(t, cwnd, srtt),
             mean_cwnd_segments=_time_mean(t, cwnd, lo, hi),
             acked_bytes=int(acked[inside].max() - acked[inside].min()) if inside.any() else 0,
+            silent_ack_share=silent,
+            mean_release_bytes=release,
         ))
     return out
+
+
+def _releases(t: np.ndarray, acked: np.ndarray, outstanding: np.ndarray,
+              lo: float, hi: float) -> tuple[float | None, float | None]:
+    """New bytes sent after each ACK in [lo, hi] before the flow's next ACK: the
+    share of ACKs with none, and the mean of the non-empty releases."""
+    nxt = acked + outstanding
+    sent = np.diff(nxt)
+    sent = sent[(t[:-1] >= lo) & (t[:-1] <= hi)]
+    if len(sent) == 0:
+        return None, None
+    released = sent[sent > 0]
+    return float(np.mean(sent <= 0)), (float(released.mean()) if len(released) else None)
 
 
 def _window_max(t: np.ndarray, y: np.ndarray, span: float) -> np.ndarray:

@@ -310,6 +310,11 @@ pub(crate) struct TcpSender {
     /// The last transmission of a data segment (Linux `tcp_wstamp_ns` for an
     /// unpaced sender): TSO deferral only waits right after one.
     last_tx: SimTime,
+    /// With `tso_defer`: one past the last segment of the skb at the head of the
+    /// write queue, and the largest window the peer has offered, segments
+    /// (Linux `max_window`), which bounds the skbs `sendmsg` builds.
+    skb_end: u64,
+    max_wnd_segs: u64,
     cwnd_limited: bool,
     /// Most segments outstanding in the current window (Linux `max_packets_out`,
     /// restarted when `snd_una` passes `cwnd_usage_seq`).
@@ -369,6 +374,8 @@ impl TcpSender {
             pace_next: SimTime::ZERO,
             pace_wake: SimTime::MAX,
             last_tx: SimTime::ZERO,
+            skb_end: 0,
+            max_wnd_segs: 0,
             cwnd_limited: true,
             max_packets_out: 0,
             cwnd_usage_seq: 0,
@@ -390,6 +397,15 @@ impl TcpSender {
             self.cfg.last_seg_len
         } else {
             self.cfg.mss
+        }
+    }
+
+    /// Linux `max_window`: the largest window the peer has offered (only the
+    /// GSO model reads it).
+    #[inline]
+    fn note_window(&mut self, ack: &Ack) {
+        if self.cfg.tso_defer {
+            self.max_wnd_segs = self.max_wnd_segs.max(self.snd_wnd_end.saturating_sub(ack.cum));
         }
     }
 
@@ -613,6 +629,10 @@ impl TcpSender {
             // (2) otherwise new data, if the application and rwnd allow.
             if self.can_send_new(now) {
                 if tso_left == 0 && self.cfg.tso_defer && !paced {
+                    if self.snd_nxt >= self.skb_end {
+                        let mss = self.cfg.mss as u64;
+                        self.skb_end = self.snd_nxt + tso::size_goal(mss, self.max_wnd_segs.saturating_mul(mss));
+                    }
                     match tso::next_skb(&self.send_state(now, cwnd_segs)) {
                         tso::Next::Send(n) => tso_left = n,
                         tso::Next::DeferCwnd => {
@@ -661,6 +681,7 @@ impl TcpSender {
             last_tx: self.last_tx,
             head_sent: self.segs.front().map(|s| s.sent),
             recovering: matches!(self.state, CaState::Recovery | CaState::Loss),
+            skb_left: self.skb_end - self.snd_nxt,
         }
     }
 
@@ -930,6 +951,7 @@ impl TcpSender {
             if let (true, Some(syn)) = (ack.syn(), self.syn) {
                 self.ts_recent = ack.tsval;
                 self.snd_wnd_end = self.window_end(ack);
+                self.note_window(ack);
                 // Established: the SYN's round trip is the first RTT sample (as
                 // Linux, with timestamps, even after a SYN retransmission).
                 self.rtt.sample(now.saturating_since(syn.sent));
@@ -951,6 +973,7 @@ impl TcpSender {
         // The peer's window (RFC 9293 §3.8.6); ACKs arrive in order here and the
         // receiver never moves the edge left.
         self.snd_wnd_end = self.window_end(ack);
+        self.note_window(ack);
         let prior_in_flight = self.pipe_bytes();
         let prior_sacked = self.sacked_segs();
         let prior_marked_lost = self.marked_lost;

@@ -15,16 +15,24 @@
 //! without deferral releases two per ACK (docs/tcp-model.md, "How the kernel's
 //! senders release segments").
 //!
-//! What is not modelled: skbs in Linux's write queue are built by `sendmsg` up to
-//! 64 KB, and a remainder smaller than the autosized goal is sent without waiting
-//! (`skb != tail && limit >= skb->len`, or a one-segment skb taking the Nagle
-//! path); here the queue is an endless run of full skbs, so that exception never
-//! applies. Paced senders (BBR) keep their own per-skb quantum and are not deferred.
+//! The write queue: `sendmsg` builds skbs of `tcp_xmit_size_goal` (64 KB less
+//! headers, 45 full segments, or half the largest window the peer has offered if
+//! that is less), and each transmission cuts at most one autosized piece off the
+//! head skb. What is left of a head skb when it is smaller than a piece goes
+//! without waiting once it fits (`skb != tail && limit >= skb->len`; one segment
+//! takes the Nagle path, which sends full segments at once), so one release in
+//! `45 / autosize` is a remainder. The queue is taken to be always full (a bulk
+//! application), and an skb's size is fixed when it reaches the head rather than
+//! when the application wrote it. Paced senders (BBR) keep their own per-skb
+//! quantum and are not deferred.
 
 use netunits::{SimDuration, SimTime};
 
 /// Linux `GSO_LEGACY_MAX_SIZE`: the largest GSO packet, bytes.
 const GSO_MAX_SIZE: u64 = 65_536;
+/// `tcp_xmit_size_goal`: what `sendmsg` puts in one skb, 64 KB less one byte and
+/// `MAX_TCP_HEADER` (320 on x86-64), bytes.
+const SIZE_GOAL_MAX: u64 = GSO_MAX_SIZE - 1 - 320;
 /// Linux `sysctl_tcp_min_tso_segs`.
 const MIN_TSO_SEGS: u64 = 2;
 /// Linux `sk_pacing_shift` default: an skb carries 2^-10 s of the pacing rate.
@@ -64,6 +72,8 @@ pub(crate) struct SendState {
     pub head_sent: Option<SimTime>,
     /// In Recovery or Loss (Linux `icsk_ca_state >= TCP_CA_Recovery`).
     pub recovering: bool,
+    /// Segments left in the skb at the head of the write queue.
+    pub skb_left: u64,
 }
 
 /// What to do with the next skb of new data.
@@ -107,21 +117,33 @@ pub(crate) fn autosize(s: &SendState) -> u64 {
     (bytes.min(GSO_MAX_SIZE) / s.mss).max(MIN_TSO_SEGS)
 }
 
-/// Linux `tcp_write_xmit` for the next skb of new data: its size
+/// Linux `tcp_xmit_size_goal`: segments `sendmsg` puts in one skb, given the
+/// largest window the peer has offered (`max_window`, bytes).
+pub(crate) fn size_goal(mss: u64, max_window: u64) -> u64 {
+    // tcp_bound_to_half_wnd: at most half the largest window (all of it below 536 B).
+    let cutoff = if max_window > 536 { max_window / 2 } else { max_window };
+    let bytes = if cutoff > 0 { SIZE_GOAL_MAX.min(cutoff) } else { SIZE_GOAL_MAX };
+    (bytes / mss).max(1)
+}
+
+/// Linux `tcp_write_xmit` for the next piece of new data: its size
 /// (`tcp_cwnd_test`, `tcp_mss_split_point`), or deferral (`tcp_tso_should_defer`).
 /// The caller has checked that cwnd and the peer's window both have room.
 pub(crate) fn next_skb(s: &SendState) -> Next {
-    debug_assert!(s.cwnd > s.in_flight && s.send_win > 0);
+    debug_assert!(s.cwnd > s.in_flight && s.send_win > 0 && s.skb_left > 0);
     let max_segs = autosize(s);
     let cong_room = s.cwnd - s.in_flight;
     // tcp_cwnd_test: never more than half the window in one skb.
     let quota = (s.cwnd / 2).max(1).min(cong_room);
-    let send = Next::Send(quota.min(max_segs).min(s.send_win));
-    if s.recovering || s.now.saturating_since(s.last_tx) > DEFER_RECENT {
+    let send = Next::Send(quota.min(max_segs).min(s.send_win).min(s.skb_left));
+    // A one-segment skb takes the Nagle path: a full segment goes at once.
+    if s.skb_left == 1 || s.recovering || s.now.saturating_since(s.last_tx) > DEFER_RECENT {
         return send;
     }
     let limit = cong_room.min(s.send_win);
-    if limit >= max_segs {
+    // A whole autosized piece fits, or the rest of the head skb does (it is not
+    // the queue's tail: "middle in queue won't get any more data").
+    if limit >= max_segs || limit >= s.skb_left {
         return send;
     }
     // At least a third of the window may go: worth it.
@@ -160,6 +182,7 @@ mod tests {
             last_tx: SimTime::from_micros(10_000_000 - 250),
             head_sent: Some(SimTime::from_millis(9_850)),
             recovering: false,
+            skb_left: 45,
         }
     }
 
@@ -181,7 +204,7 @@ mod tests {
         let mut none = ca(10, 8);
         none.srtt = SimDuration::ZERO;
         assert_eq!(autosize(&none), 45);
-        // A 2-ms path: 64 KB >> (2000 >> 9 = 3) = 8 KB more, 5 segments more.
+        // A 2-ms path: 64 KB >> (2000 >> 9 = 3) = 8 KB more: 11 segments, not 5.
         let mut lan = ca(10, 8);
         lan.srtt = SimDuration::from_millis(2);
         lan.min_rtt = SimDuration::from_millis(2);
@@ -203,6 +226,32 @@ mod tests {
     }
 
     #[test]
+    fn the_rest_of_the_head_skb_goes_once_it_fits() {
+        // 45-segment skbs cut into pieces of 4 leave one segment: it goes at once
+        // (Nagle path), even with no room for a piece.
+        let mut s = ca(526, 525);
+        s.skb_left = 1;
+        assert_eq!(next_skb(&s), Next::Send(1));
+        // Three left, three free: sent; three left, two free: wait.
+        s.skb_left = 3;
+        s.in_flight = 523;
+        assert_eq!(next_skb(&s), Next::Send(3));
+        s.in_flight = 524;
+        assert_eq!(next_skb(&s), Next::DeferCwnd);
+        // A piece never crosses into the next skb: 6 free, 3 left in this one.
+        s.in_flight = 520;
+        assert_eq!(next_skb(&s), Next::Send(3));
+    }
+
+    #[test]
+    fn sendmsg_fills_skbs_to_64_kb_or_half_the_largest_window() {
+        // (65,536 − 1 − 320) / 1448 = 45.03; half of a 64 KB window: 32,768 / 1448 = 22.6.
+        assert_eq!(size_goal(1448, 10_000_000), 45);
+        assert_eq!(size_goal(1448, 65_535), 22);
+        assert_eq!(size_goal(1448, 2_000), 1);
+    }
+
+    #[test]
     fn sends_at_once_when_waiting_looks_costly() {
         // In recovery.
         let mut s = ca(526, 524);
@@ -216,7 +265,7 @@ mod tests {
         let mut s = ca(526, 524);
         s.head_sent = Some(SimTime::from_millis(10_000 - 74));
         assert_eq!(next_skb(&s), Next::Send(2));
-        // A third of the window is free: cwnd 12, skb 2 segments minimum, 4 free.
+        // A third of the window is free: cwnd 12, 4 free.
         let mut s = ca(12, 8);
         s.srtt = SimDuration::from_millis(1);
         s.min_rtt = SimDuration::from_millis(100);

@@ -121,7 +121,7 @@ pub struct FlowSpec {
     /// (`tcp_tso_autosize`, `tcp_tso_should_defer`; `tcp/tso.rs`). Off (the
     /// default, and what the Python front end sends): what each ACK frees leaves
     /// at once. Matches the kernel's per-ACK releases, but with it on the
-    /// validation grid agrees with the kernel in 46 of 77 cells instead of 67
+    /// validation grid agrees with the kernel in 56 of 77 cells instead of 67
     /// (docs/tcp-model.md, "How the kernel's senders release segments").
     #[serde(default)]
     pub tso_defer: bool,

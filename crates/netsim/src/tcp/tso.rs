@@ -5,8 +5,8 @@
 //! segments), with or without offloads on the device; a device without TSO only
 //! cuts them into MTU-sized frames in software, back to back. So even an
 //! offloads-off host releases new data in units of one skb, and it sizes each skb
-//! to about a millisecond of its pacing rate (Dumazet's TSO autosizing, Linux
-//! 3.12): at least `tcp_min_tso_segs` = 2 segments, at most 64 KB. Before sending
+//! to about a millisecond of its pacing rate (TSO autosizing, Dumazet 2013,
+//! Linux 3.12): at least `tcp_min_tso_segs` = 2 segments, at most 64 KB. Before sending
 //! an skb that the window cannot take whole, the sender waits for the next ACK
 //! rather than send a small one ("TSO deferral"), unless waiting looks costly.
 //! Measured on the vm backend (Linux 6.1, 100 Mbit/s, 100 ms, two flows in
@@ -142,7 +142,7 @@ pub(crate) fn next_skb(s: &SendState) -> Next {
     }
     let limit = cong_room.min(s.send_win);
     // A whole autosized piece fits, or the rest of the head skb does (it is not
-    // the queue's tail: "middle in queue won't get any more data").
+    // the queue's tail, so waiting would not make it any larger).
     if limit >= max_segs || limit >= s.skb_left {
         return send;
     }
@@ -150,7 +150,8 @@ pub(crate) fn next_skb(s: &SendState) -> Next {
     if limit * s.mss >= s.snd_wnd.min(s.cwnd).saturating_mul(s.mss) / TSO_WIN_DIVISOR {
         return send;
     }
-    // "If next ACK is likely to come too late (half srtt), do not defer."
+    // The oldest outstanding segment left less than half an sRTT ago: the next
+    // ACK may be far off, so waiting for it costs too much.
     match s.head_sent {
         None => return send,
         Some(h) if s.now.saturating_since(h) < SimDuration::from_nanos(s.srtt.as_nanos() / 2) => return send,

@@ -160,3 +160,33 @@ def test_sigterm_and_sigint_stop_cleanly_with_the_conventional_exit_code(spec, u
     assert_workers_gone(workers)
     assert finished_runs(out) < N_RUNS
     resume_and_compare(spec, out, uninterrupted)
+
+
+def test_a_worker_killed_mid_run_fails_that_run_only_and_a_rerun_redoes_it(spec, uninterrupted, tmp_path):
+    # The OOM killer picks a worker, not the parent: the campaign records that run as
+    # failed with the worker's fate, carries on with a new worker, and exits 1.
+    import json
+
+    out = tmp_path / "c"
+    proc = start(spec, out)
+    victim = wait_for(proc, out, 1)[0]
+    while state(victim) != b"R":  # computing a run, not waiting for its next one
+        time.sleep(0.001)
+    os.kill(victim, signal.SIGKILL)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert "Traceback" not in stderr
+    failed = [json.loads(p.read_text()) for p in (out / "failed").glob("*.json")] if (out / "failed").exists() else []
+    if proc.returncode == 0:
+        # It had sent its result in the microseconds between the check and the kill:
+        # no run was lost, and the rest were done by its replacement.
+        assert not failed and finished_runs(out) == N_RUNS
+    else:
+        assert proc.returncode == 1, stderr
+        assert len(failed) == 1 and "killed by SIGKILL" in failed[0]["reason"], failed
+        assert finished_runs(out) == N_RUNS - 1
+    resume_and_compare(spec, out, uninterrupted)
+
+
+def state(pid: int) -> bytes:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        return f.read().rsplit(b")", 1)[1].split()[0]

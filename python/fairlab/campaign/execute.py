@@ -6,7 +6,7 @@ workers on other machines need no shared filesystem and a crash never leaves hal
 run. Because the simulator is deterministic and every task carries its own seed, the
 results are bit-identical whichever executor ran them.
 
-Stopping: SIGINT and SIGTERM alike stop submitting, end the workers and return with
+Stopping: SIGINT and SIGTERM alike stop submitting, end the workers (`pool.py`) and return with
 ``interrupted`` set to the signal (finished runs are kept; the next call resumes).
 Pool workers die with the parent even when it is killed with SIGKILL: each asks the
 kernel for SIGTERM on its parent's death (Linux ``prctl(PR_SET_PDEATHSIG)``; the
@@ -18,20 +18,19 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import multiprocessing
 import os
 import signal
 import sys
 import threading
 import time
 import traceback
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from .. import __version__
 from ..interrupts import critical, raising_on_signals
 from .plan import Campaign, Task
+from .pool import WorkerPool, describe_exit
 from .store import Store, encode_run
 
 #: linux/prctl.h
@@ -215,47 +214,12 @@ def _run_locked(campaign: Campaign, store: Store, *, workers: int | None, dask: 
 
 
 def _run_pool(todo: list[Task], backend: str, workers: int, record: Callable[[Outcome], None]) -> None:
-    # fork, so that each worker's parent is this process (PR_SET_PDEATHSIG and the
-    # parent watch refer to it; a forkserver would be the parent instead).
-    ctx = multiprocessing.get_context("fork") if sys.platform.startswith("linux") else None
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx,
-                               initializer=_worker_init, initargs=(os.getpid(),))
-    pending: set[Any] = set()
-    queue = list(todo)
-    try:
-        # Keep at most 2 tasks per worker in flight so a stop has little to cancel.
-        while queue or pending:
-            while queue and len(pending) < 2 * workers:
-                pending.add(pool.submit(execute_task, queue.pop(0), backend))
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                record(fut.result())
-    except BaseException:
-        # Interrupted, or the store could not be written (a full disk): stop the
-        # workers now rather than let them finish runs nobody will record. Waiting on
-        # the executor after terminating its workers can hang (its manager thread
-        # may never see them go), so reap the processes directly, bounded.
-        for fut in pending:
-            fut.cancel()
-        procs = list(getattr(pool, "_processes", {}).values())
-        for proc in procs:
-            proc.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
-        for proc in procs:
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(timeout=5)
-        # Let the executor's manager thread see its workers gone and close its wake-up
-        # pipe before the interpreter exits: CPython 3.11's exit hook for process pools
-        # checks that pipe and then writes to it, and if the thread closes it in
-        # between, the exit prints an OSError traceback (EBADF) after our clean
-        # message. Bounded, like the joins above.
-        manager = getattr(pool, "_executor_manager_thread", None)
-        if manager is not None:
-            manager.join(timeout=5)
-        raise
-    pool.shutdown(wait=True)
+    def died(key: str, status: int | None) -> Outcome:
+        return Outcome(key, False, None, f"the worker process running it died ({describe_exit(status)})", 0.0)
+
+    with WorkerPool(min(workers, len(todo)), execute_task, initializer=_worker_init, initargs=(os.getpid(),)) as pool:
+        for _key, outcome in pool.map_unordered(((t.key, (t, backend)) for t in todo), died):
+            record(outcome)
 
 
 def _run_dask(todo: list[Task], backend: str, address: str, workers: int | None, record: Callable[[Outcome], None]) -> None:

@@ -37,7 +37,13 @@ def _serve(conn: Connection, fn: Callable[..., Any], initializer: Callable[..., 
             return
         if job is None:
             return
-        conn.send(fn(*job))
+        try:
+            result = fn(*job)
+        except KeyboardInterrupt:
+            # Ctrl-C reached a task whose backend handles signals (live, vm): it has
+            # cleaned up; the parent is stopping too, so end quietly.
+            return
+        conn.send(result)
 
 
 class _Worker:

@@ -41,12 +41,6 @@ pub(crate) const PF_CWR: u8 = 2;
 pub(crate) const PF_RETX: u8 = 4;
 /// Flag: a TCP SYN (RFC 9293 §3.5), no payload.
 pub(crate) const PF_SYN: u8 = 8;
-/// Flag: TCP PSH. Linux sets it on every GSO packet of more than one segment
-/// (`__tcp_transmit_skb`, to flush GRO at the receiver) and software segmentation
-/// keeps it on the last segment only (`tcp_gso_segment`), so it marks the end of
-/// each multi-segment burst a sender releases; a receiver ACKs such a segment at
-/// once (`tcp_measure_rcv_mss` → `ICSK_ACK_PUSHED` → `__tcp_cleanup_rbuf`).
-pub(crate) const PF_PSH: u8 = 16;
 
 /// IP bytes of a SYN: 20 IP + 20 TCP + 20 of options (MSS, SACK-permitted,
 /// timestamps, window scale, as Linux sends them).

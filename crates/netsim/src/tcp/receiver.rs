@@ -42,7 +42,7 @@ use std::collections::VecDeque;
 
 use netunits::{SimDuration, SimTime};
 
-use crate::packet::{Pkt, TcpAck as Ack, ACK_ECE, ACK_SYN, MAX_SACK_BLOCKS, NO_WINDOW_LIMIT, PF_CE, PF_CWR, PF_PSH};
+use crate::packet::{Pkt, TcpAck as Ack, ACK_ECE, ACK_SYN, MAX_SACK_BLOCKS, NO_WINDOW_LIMIT, PF_CE, PF_CWR};
 
 /// Linux `TCP_MAX_QUICKACKS`.
 const MAX_QUICKACKS: u8 = 16;
@@ -427,13 +427,8 @@ impl TcpReceiver {
             self.unacked += 1;
             // RFC 5681 §4.2 / RFC 1122 §4.2.3.2: ACK at least every second
             // full-sized segment; otherwise within the delayed-ACK timeout.
-            // Quick-ACK mode and a CWR ACK every segment (Linux). So does a
-            // full-sized segment with PSH, the last of a sender's GSO packet: Linux
-            // marks it `ICSK_ACK_PUSHED` (`tcp_measure_rcv_mss`) and the application's
-            // read, which empties the queue here at once, sends the ACK
-            // (`__tcp_cleanup_rbuf`). An odd-sized burst so ends with a one-segment ACK.
-            let pushed = pkt.flags & PF_PSH != 0 && pkt.len as u64 >= self.mss;
-            if !self.delayed_ack || self.unacked >= 2 || self.quick > 0 || self.ack_now || pushed {
+            // Quick-ACK mode and a CWR ACK every segment (Linux).
+            if !self.delayed_ack || self.unacked >= 2 || self.quick > 0 || self.ack_now {
                 return Some(self.make_ack(now, None));
             }
             // Linux `tcp_send_delayed_ack`: past the minimum, the timeout is
@@ -773,33 +768,6 @@ mod tests {
         assert!(r.on_timer(SimTime::from_millis(40)).is_none());
         assert_eq!(r.on_timer(SimTime::from_millis(41)).unwrap().cum, 19);
         assert_eq!(r.app_bytes, 19_000);
-    }
-
-    #[test]
-    fn a_full_segment_with_psh_is_acked_at_once_and_an_odd_burst_ends_in_a_one_segment_ack() {
-        // What the vm backend's receiver does (docs/tcp-model.md, "PSH"): bursts of
-        // 3 segments, PSH on the third, are ACKed 2 + 1; without PSH the third
-        // waits for the next burst. A short PSH segment does not count (Linux only
-        // marks ICSK_ACK_PUSHED for a full-sized one here).
-        let psh = |seq: u64, len: u32| Pkt { meta: PacketMeta::default(), seq, len, flags: PF_PSH, aux: 0 };
-        let mut r = rx(true);
-        let t = SimTime::from_millis(1);
-        feed(&mut r, 0, 16, t); // quick-ACK mode spent
-        let mut acks = vec![];
-        for burst in 0..2u64 {
-            for k in 0..3u64 {
-                let seq = 16 + 3 * burst + k;
-                let p = if k == 2 { psh(seq, 1000) } else { seg(seq) };
-                if let Some(a) = r.on_data(t, &p) {
-                    acks.push(a.cum);
-                }
-            }
-        }
-        assert_eq!(acks, [18, 19, 21, 22], "2 + 1 segments per burst");
-        let mut plain = rx(true);
-        feed(&mut plain, 0, 16, t);
-        assert_eq!(feed(&mut plain, 16, 22, t), 3, "every second segment only");
-        assert!(r.on_data(t, &psh(22, 999)).is_none(), "a short PSH segment waits");
     }
 
     #[test]

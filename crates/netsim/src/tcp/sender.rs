@@ -34,7 +34,7 @@ use netunits::{Bandwidth, SimDuration, SimTime};
 use crate::cc::{AckSample, CongestionControl, CongestionEvent, CongestionSignal, RateSample};
 use super::pending::PendingBits;
 use super::tso;
-use crate::packet::{Pkt, TcpAck as Ack, LINK_FRAMING_BYTES, NO_WINDOW_LIMIT, PF_CWR, PF_PSH, PF_RETX, PF_SYN, SYN_BYTES, WIRE_BYTES};
+use crate::packet::{Pkt, TcpAck as Ack, LINK_FRAMING_BYTES, NO_WINDOW_LIMIT, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES, WIRE_BYTES};
 use crate::rtt::RttEstimator;
 
 /// RFC 6675 §2 / RFC 5681 §3.2: DupThresh (Linux `tcp_reordering`, 3).
@@ -599,13 +599,8 @@ impl TcpSender {
         // the clock by its whole length, `tcp_update_skb_after_send`).
         let mut skb_left = 0u64;
         let paced = self.cc.pacing_rate().is_some();
-        // Segments of new data left in the current unpaced GSO skb (`tso.rs`), and
-        // that skb's size: its last segment carries PSH when it has more than one
-        // (the GSO model, `tso_defer`; the default sender forms no GSO packets).
+        // Segments of new data left in the current unpaced GSO skb (`tso.rs`).
         let mut tso_left = 0u64;
-        let mut tso_size = 0u64;
-        // The paced skb's size, for the same flag.
-        let mut skb_size = 0u64;
         loop {
             if skb_left == 0 && paced {
                 if self.pace_next > now {
@@ -614,11 +609,8 @@ impl TcpSender {
                     break;
                 }
                 skb_left = self.cc.send_quantum().max(1);
-                skb_size = skb_left;
             }
             skb_left = skb_left.saturating_sub(1);
-            // The last segment of a paced skb of several (GSO model only).
-            let paced_psh = self.cfg.tso_defer && paced && skb_left == 0 && skb_size > 1;
             // RFC 6675 §5 (C): send while cwnd − pipe ≥ 1 SMSS.
             if self.pipe() >= cwnd_segs {
                 self.cwnd_limited = true;
@@ -628,12 +620,10 @@ impl TcpSender {
             // (unless F-RTO step 2b wants new data first),
             if self.frto_send_new && self.can_send_new(now) {
                 self.transmit(now, self.snd_nxt, false, out);
-                mark_psh(out, paced_psh);
                 continue;
             }
             if let Some(idx) = self.next_lost() {
                 self.transmit(now, idx, true, out);
-                mark_psh(out, paced_psh);
                 continue;
             }
             // (2) otherwise new data, if the application and rwnd allow.
@@ -654,11 +644,9 @@ impl TcpSender {
                             break;
                         }
                     }
-                    tso_size = tso_left;
                 }
                 tso_left = tso_left.saturating_sub(1);
                 self.transmit(now, self.snd_nxt, false, out);
-                mark_psh(out, paced_psh || (!paced && tso_left == 0 && tso_size > 1));
                 continue;
             }
             self.cwnd_limited = false;
@@ -1776,18 +1764,6 @@ impl TcpSender {
     }
 }
 
-/// Sets PSH on the segment just sent when it ends a GSO packet of several
-/// (`PF_PSH`: Linux forces the flag on multi-segment GSO packets and software
-/// segmentation leaves it on the last one).
-#[inline]
-fn mark_psh(out: &mut [Pkt], end_of_burst: bool) {
-    if end_of_burst {
-        if let Some(p) = out.last_mut() {
-            p.flags |= PF_PSH;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1891,43 +1867,6 @@ mod tests {
     /// Sequence numbers sent, `R` marking retransmissions.
     fn sent(out: &mut Vec<Pkt>) -> Vec<String> {
         out.drain(..).map(|p| if p.flags & PF_RETX != 0 { format!("R{}", p.seq) } else { p.seq.to_string() }).collect()
-    }
-
-    #[test]
-    fn the_last_segment_of_each_multi_segment_gso_packet_carries_psh() {
-        // Linux forces PSH on every GSO packet of more than one segment and
-        // software segmentation keeps it on the last (`PF_PSH`); only the GSO
-        // model forms such packets. By hand: cwnd 20 and no RTT sample yet, so
-        // autosizing allows 64 KB (65 segments) and `tcp_cwnd_test` half the
-        // window: the first 20 leave as two packets of 10, PSH on 9 and 19. At
-        // 100 ms the pacing rate is 1000·1.2·20/0.1 s = 240,000 B/s, a millisecond
-        // of it under one segment, so packets are the minimum 2: an ACK of 2
-        // releases [20 21]; an ACK of 3 releases [22 23] and defers the third
-        // segment (one is under a third of the window and the ACK clock is
-        // running); the next ACK of 1 sends it with its successor, [24 25].
-        let mut s = sender(20, true, false);
-        s.cfg.tso_defer = true;
-        let mut out = Vec::new();
-        let psh = |out: &mut Vec<Pkt>| out.drain(..).filter(|p| p.flags & PF_PSH != 0).map(|p| p.seq).collect::<Vec<_>>();
-        let seqs = |out: &Vec<Pkt>| out.iter().map(|p| p.seq).collect::<Vec<_>>();
-        s.on_timer(SimTime::ZERO, &mut out);
-        assert_eq!(out.len(), 20);
-        assert_eq!(psh(&mut out), [9, 19]);
-        s.on_ack(SimTime::from_millis(100), &ack(2, &[]), &mut out);
-        assert_eq!(seqs(&out), [20, 21]);
-        assert_eq!(psh(&mut out), [21]);
-        s.on_ack(SimTime::from_millis(101), &ack(5, &[]), &mut out);
-        assert_eq!(seqs(&out), [22, 23]);
-        assert_eq!(psh(&mut out), [23]);
-        s.on_ack(SimTime::from_millis(102), &ack(6, &[]), &mut out);
-        assert_eq!(seqs(&out), [24, 25]);
-        assert_eq!(psh(&mut out), [25]);
-        // Without the GSO model nothing carries PSH.
-        let mut plain = sender(20, true, false);
-        plain.on_timer(SimTime::ZERO, &mut out);
-        plain.on_ack(SimTime::from_millis(100), &ack(3, &[]), &mut out);
-        assert_eq!(out.len(), 23);
-        assert!(psh(&mut out).is_empty());
     }
 
     #[test]

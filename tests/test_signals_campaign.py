@@ -86,10 +86,15 @@ def children(pid: int) -> list[int]:
     return out
 
 
+def state(pid: int) -> bytes:
+    """The process's state letter from /proc (R running, S sleeping, Z zombie)."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        return f.read().rsplit(b")", 1)[1].split()[0]
+
+
 def alive(pid: int) -> bool:
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+        return state(pid) != b"Z"
     except OSError:
         return False
 
@@ -186,7 +191,3 @@ def test_a_worker_killed_mid_run_fails_that_run_only_and_a_rerun_redoes_it(spec,
         assert finished_runs(out) == N_RUNS - 1
     resume_and_compare(spec, out, uninterrupted)
 
-
-def state(pid: int) -> bytes:
-    with open(f"/proc/{pid}/stat", "rb") as f:
-        return f.read().rsplit(b")", 1)[1].split()[0]

@@ -218,7 +218,7 @@ def _run_pool(todo: list[Task], backend: str, workers: int, record: Callable[[Ou
         return Outcome(key, False, None, f"the worker process running it died ({describe_exit(status)})", 0.0)
 
     with WorkerPool(min(workers, len(todo)), execute_task, initializer=_worker_init, initargs=(os.getpid(),)) as pool:
-        for _key, outcome in pool.map_unordered(((t.key, (t, backend)) for t in todo), died):
+        for outcome in pool.map_unordered(((t.key, (t, backend)) for t in todo), died):
             record(outcome)
 
 

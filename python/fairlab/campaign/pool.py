@@ -84,9 +84,9 @@ class WorkerPool:
             self._stop()
 
     def map_unordered(self, jobs: Iterable[tuple[Any, tuple]],
-                      on_died: Callable[[Any, int | None], Any]) -> Iterator[tuple[Any, Any]]:
-        """Run each ``(key, args)`` job; yield ``(key, result)`` as they finish. A job
-        whose worker died yields ``on_died(key, exit status)`` instead."""
+                      on_died: Callable[[Any, int | None], Any]) -> Iterator[Any]:
+        """Run each ``(key, args)`` job; yield each result as it finishes. A job whose
+        worker died yields ``on_died(key, exit status)`` instead."""
         queue = list(jobs)
         while len(self._workers) < min(self._size, len(queue)):
             self._workers.append(_Worker(self._ctx, *self._args))
@@ -110,7 +110,7 @@ class WorkerPool:
                     result = conn.recv()  # type: ignore[union-attr]
                 except (EOFError, OSError):
                     result = on_died(key, self._replace(w))
-                yield key, result
+                yield result
 
     def _replace(self, dead: _Worker) -> int | None:
         dead.process.join(STOP_GRACE_S)

@@ -30,7 +30,7 @@ mod timers;
 
 pub use error::SimError;
 pub use netunits::{Bandwidth, SimDuration, SimRng, SimTime};
-pub use output::{AckProbe, BottleneckSamples, FlowSamples, FlowState, FlowTotals, RunOutput, RunTotals};
+pub use output::{AckProbe, BottleneckSamples, FlowSamples, FlowState, FlowTotals, QueueEvent, QueueTrace, RunOutput, RunTotals};
 pub use sim::{check, run, run_with, RunOptions, FLOW_STREAM_BASE, LOSS_STREAM, QDISC_STREAM};
 pub use spec::{BottleneckSpec, BufferSpec, FlowSpec, ScenarioSpec, CCID2};
 pub use tcp::CaState;

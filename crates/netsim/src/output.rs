@@ -159,6 +159,57 @@ pub struct AckProbe {
     pub outstanding_bytes: Vec<u64>,
 }
 
+/// What happened to a packet at the bottleneck, one row of a [`QueueTrace`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum QueueEvent {
+    /// It arrived and was queued.
+    Queued = 0,
+    /// It arrived and was refused (a full DropTail queue, an AQM's early drop).
+    Dropped = 1,
+    /// It was marked CE: as it arrived and was queued (RED, PIE, BLUE …), or as
+    /// it left the queue (CoDel) — then it has a `Queued` row of its own before.
+    Marked = 2,
+    /// It had been queued and was dropped later: an AQM's drop at the head
+    /// (CoDel) or a queued victim of CHOKe's match.
+    DroppedFromQueue = 3,
+    /// It was lost to the bottleneck's random loss (`loss_rate`) before the queue.
+    Lost = 4,
+}
+
+/// Every packet's fate at the bottleneck, in time order: the simulator's
+/// counterpart of a capture at the router's queue, with the queue's backlog
+/// each packet found (docs/queue-trace.md). Only with
+/// [`RunOptions::queue_trace`](crate::RunOptions).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QueueTrace {
+    /// When it happened, ns.
+    pub t_ns: Vec<u64>,
+    /// Flow index.
+    pub flow: Vec<u32>,
+    /// TCP: segment index from the flow's first data segment. DCCP: packet sequence number.
+    pub seq: Vec<u64>,
+    /// What the queue counts for it: its Ethernet frame, bytes.
+    pub bytes: Vec<u32>,
+    /// Bytes queued when it happened, the packet itself not counted (the packet
+    /// on the link is not queued).
+    pub backlog_bytes: Vec<u64>,
+    /// [`QueueEvent`] as its `u8` value.
+    pub event: Vec<u8>,
+}
+
+impl QueueTrace {
+    #[inline]
+    pub(crate) fn push(&mut self, t_ns: u64, flow: u32, seq: u64, bytes: u32, backlog_bytes: u64, event: QueueEvent) {
+        self.t_ns.push(t_ns);
+        self.flow.push(flow);
+        self.seq.push(seq);
+        self.bytes.push(bytes);
+        self.backlog_bytes.push(backlog_bytes);
+        self.event.push(event as u8);
+    }
+}
+
 /// Everything a run produces.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunOutput {
@@ -170,4 +221,6 @@ pub struct RunOutput {
     pub totals: RunTotals,
     /// The per-ACK trace, when asked for.
     pub probe: Option<AckProbe>,
+    /// The bottleneck's per-packet trace, when asked for.
+    pub queue: Option<QueueTrace>,
 }

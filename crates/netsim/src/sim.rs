@@ -30,7 +30,7 @@
 
 use std::collections::VecDeque;
 
-use aqm::{Accounted, AnyQdisc, Limit, MarkReason, QdiscContext};
+use aqm::{Accounted, AnyQdisc, Limit, MarkReason, QdiscContext, Verdict};
 use netunits::prefetch::{prefetch, prefetch_bytes};
 use netunits::{rng_stream, Bandwidth, SimDuration, SimRng, SimTime};
 use rand::{Rng, RngCore};
@@ -39,7 +39,7 @@ use crate::cc::{self, CcError, CcInit, ParamReader};
 use crate::dccp::{DccpConfig, DccpFlow};
 use crate::error::SimError;
 use crate::event::{EvKind, EventQueue};
-use crate::output::{AckProbe, BottleneckSamples, FlowSamples, FlowState, FlowTotals, RunOutput, RunTotals};
+use crate::output::{AckProbe, BottleneckSamples, FlowSamples, FlowState, FlowTotals, QueueEvent, QueueTrace, RunOutput, RunTotals};
 use crate::packet::{Ack, Pkt, WIRE_BYTES};
 use crate::spec::{BufferSpec, ScenarioSpec, CCID2};
 use crate::tcp::{TcpConfig, TcpFlow};
@@ -329,6 +329,8 @@ struct Sim {
     last_random: u64,
     /// The per-ACK trace, when recorded.
     probe: Option<AckProbe>,
+    /// The bottleneck's per-packet trace, when recorded.
+    queue_trace: Option<QueueTrace>,
 }
 
 /// Run a scenario to completion.
@@ -346,6 +348,8 @@ pub fn run(spec: &ScenarioSpec, progress: &mut dyn FnMut(SimTime) -> bool) -> Re
 pub struct RunOptions {
     /// Record every TCP sender's state at each ACK ([`AckProbe`]).
     pub tcp_probe: bool,
+    /// Record every packet's fate at the bottleneck ([`QueueTrace`]).
+    pub queue_trace: bool,
 }
 
 /// [`run`], recording what `options` ask for.
@@ -353,6 +357,9 @@ pub fn run_with(spec: &ScenarioSpec, options: &RunOptions, progress: &mut dyn Fn
     let mut sim = Sim::new(spec)?;
     if options.tcp_probe {
         sim.probe = Some(AckProbe::default());
+    }
+    if options.queue_trace {
+        sim.queue_trace = Some(QueueTrace::default());
     }
     sim.run(progress)?;
     Ok(sim.into_output())
@@ -530,6 +537,7 @@ impl Sim {
             last_counters: aqm::Counters::default(),
             last_random: 0,
             probe: None,
+            queue_trace: None,
         })
     }
 
@@ -594,14 +602,62 @@ impl Sim {
         if self.loss_p > 0.0 && self.loss_rng.random::<f64>() < self.loss_p {
             self.drops_random += 1;
             self.acct[f].bytes_dropped += pkt.len as u64;
+            if let Some(q) = self.queue_trace.as_mut() {
+                q.push(self.now, f as u32, pkt.seq, pkt.meta.bytes, self.qdisc.len_bytes(), QueueEvent::Lost);
+            }
             return;
         }
         self.in_queue[f].bytes += pkt.len as u64;
         let now = self.now();
-        self.qdisc.enqueue(now, pkt, &mut self.qrng, &mut self.drop_scratch);
+        if self.queue_trace.is_some() {
+            self.enqueue_traced(now, pkt);
+        } else {
+            self.qdisc.enqueue(now, pkt, &mut self.qrng, &mut self.drop_scratch);
+        }
         self.account_drops();
         if self.in_service.is_none() {
             self.start_service();
+        }
+    }
+
+    /// [`Self::bottleneck_arrive`]'s enqueue when the queue trace is on: the
+    /// arriving packet's fate, then any queued packet the same enqueue dropped
+    /// (CHOKe's victim).
+    #[cold]
+    fn enqueue_traced(&mut self, now: SimTime, pkt: Pkt) {
+        let (flow, seq, bytes) = (pkt.meta.flow, pkt.seq, pkt.meta.bytes);
+        let backlog = self.qdisc.len_bytes();
+        let before = self.drop_scratch.len();
+        let verdict = self.qdisc.enqueue(now, pkt, &mut self.qrng, &mut self.drop_scratch);
+        let q = self.queue_trace.as_mut().expect("queue trace on");
+        let t = self.now;
+        let event = match verdict {
+            Verdict::Admit => QueueEvent::Queued,
+            Verdict::Mark(_) => QueueEvent::Marked,
+            Verdict::Drop(_) => QueueEvent::Dropped,
+        };
+        q.push(t, flow, seq, bytes, backlog, event);
+        let mut own = event == QueueEvent::Dropped;
+        for (p, _) in &self.drop_scratch[before..] {
+            if own && (p.meta.flow, p.seq, p.meta.bytes) == (flow, seq, bytes) {
+                own = false; // the arriving packet, traced above
+                continue;
+            }
+            q.push(t, p.meta.flow, p.seq, p.meta.bytes, backlog, QueueEvent::DroppedFromQueue);
+        }
+    }
+
+    /// [`Self::start_service`]'s record when the queue trace is on: the drops the
+    /// dequeue made, and the CE mark it set on the departing packet.
+    #[cold]
+    fn trace_dequeue(&mut self, departing: Option<&Pkt>, marked: bool) {
+        let backlog = self.qdisc.len_bytes();
+        let q = self.queue_trace.as_mut().expect("queue trace on");
+        for (p, _) in &self.drop_scratch {
+            q.push(self.now, p.meta.flow, p.seq, p.meta.bytes, backlog, QueueEvent::DroppedFromQueue);
+        }
+        if let (Some(p), true) = (departing, marked) {
+            q.push(self.now, p.meta.flow, p.seq, p.meta.bytes, backlog, QueueEvent::Marked);
         }
     }
 
@@ -628,6 +684,10 @@ impl Sim {
     fn start_service(&mut self) {
         let now = self.now();
         let p = self.qdisc.dequeue(now, &mut self.qrng, &mut self.drop_scratch, &mut self.mark_scratch);
+        if self.queue_trace.is_some() {
+            let marked = !self.mark_scratch.is_empty();
+            self.trace_dequeue(p.as_ref(), marked);
+        }
         self.mark_scratch.clear();
         if !self.drop_scratch.is_empty() {
             self.account_drops();
@@ -921,6 +981,7 @@ impl Sim {
                 flows,
             },
             probe: self.probe,
+            queue: self.queue_trace,
         }
     }
 }

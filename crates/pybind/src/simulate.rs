@@ -8,10 +8,17 @@ use crate::error::{SimulationCancelled, SimulationError};
 /// Run one resolved scenario (the JSON of `Scenario.resolve()`). `progress`, if given,
 /// is called with the simulated time in seconds about once per simulated second and
 /// may return False to cancel. Ctrl-C cancels too. `tcp_probe` also returns every TCP
-/// sender's state at each ACK (`netsim::AckProbe`) under the key "tcp_probe".
+/// sender's state at each ACK (`netsim::AckProbe`) under the key "tcp_probe";
+/// `queue_trace` every packet's fate at the bottleneck (`netsim::QueueTrace`) under "queue".
 #[pyfunction]
-#[pyo3(signature = (spec_json, progress=None, tcp_probe=false))]
-pub(crate) fn simulate<'py>(py: Python<'py>, spec_json: &str, progress: Option<Bound<'py, PyAny>>, tcp_probe: bool) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (spec_json, progress=None, tcp_probe=false, queue_trace=false))]
+pub(crate) fn simulate<'py>(
+    py: Python<'py>,
+    spec_json: &str,
+    progress: Option<Bound<'py, PyAny>>,
+    tcp_probe: bool,
+    queue_trace: bool,
+) -> PyResult<Bound<'py, PyDict>> {
     let spec = parse_spec(spec_json)?;
     let mut cancelled_by_signal: Option<PyErr> = None;
     let mut on_progress = |now: netsim::SimTime| -> bool {
@@ -24,7 +31,7 @@ pub(crate) fn simulate<'py>(py: Python<'py>, spec_json: &str, progress: Option<B
             None => true,
         }
     };
-    let options = netsim::RunOptions { tcp_probe };
+    let options = netsim::RunOptions { tcp_probe, queue_trace };
     let out = match netsim::run_with(&spec, &options, &mut on_progress) {
         Ok(out) => out,
         Err(netsim::SimError::Cancelled { .. }) => {
@@ -118,6 +125,16 @@ fn to_dict(py: Python<'_>, out: netsim::RunOutput) -> PyResult<Bound<'_, PyDict>
         probe.set_item("acked_bytes", p.acked_bytes.into_pyarray(py))?;
         probe.set_item("outstanding_bytes", p.outstanding_bytes.into_pyarray(py))?;
         d.set_item("tcp_probe", probe)?;
+    }
+    if let Some(q) = out.queue {
+        let queue = PyDict::new(py);
+        queue.set_item("t_ns", q.t_ns.into_pyarray(py))?;
+        queue.set_item("flow", q.flow.into_pyarray(py))?;
+        queue.set_item("seq", q.seq.into_pyarray(py))?;
+        queue.set_item("bytes", q.bytes.into_pyarray(py))?;
+        queue.set_item("backlog_bytes", q.backlog_bytes.into_pyarray(py))?;
+        queue.set_item("event", q.event.into_pyarray(py))?;
+        d.set_item("queue", queue)?;
     }
     Ok(d)
 }

@@ -167,14 +167,15 @@ pub enum QueueEvent {
     Queued = 0,
     /// It arrived and was refused (a full DropTail queue, an AQM's early drop).
     Dropped = 1,
-    /// It was marked CE: as it arrived and was queued (RED, PIE, BLUE …), or as
-    /// it left the queue (CoDel) — then it has a `Queued` row of its own before.
+    /// It arrived and was queued with CE set (RED, PIE, BLUE … marking).
     Marked = 2,
     /// It had been queued and was dropped later: an AQM's drop at the head
     /// (CoDel) or a queued victim of CHOKe's match.
     DroppedFromQueue = 3,
     /// It was lost to the bottleneck's random loss (`loss_rate`) before the queue.
     Lost = 4,
+    /// It was marked CE as it left the queue (CoDel); its arrival has a row of its own.
+    MarkedLeaving = 5,
 }
 
 /// Every packet's fate at the bottleneck, in time order: the simulator's

@@ -657,7 +657,7 @@ impl Sim {
             q.push(self.now, p.meta.flow, p.seq, p.meta.bytes, backlog, QueueEvent::DroppedFromQueue);
         }
         if let (Some(p), true) = (departing, marked) {
-            q.push(self.now, p.meta.flow, p.seq, p.meta.bytes, backlog, QueueEvent::Marked);
+            q.push(self.now, p.meta.flow, p.seq, p.meta.bytes, backlog, QueueEvent::MarkedLeaving);
         }
     }
 

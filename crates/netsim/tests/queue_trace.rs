@@ -59,6 +59,7 @@ fn droptail_rows_account_for_every_packet_and_follow_the_tail_drop_rule() {
     // DropTail decides on arrival alone: no marks, no later drops.
     assert_eq!(
         count(&q, QueueEvent::Marked)
+            + count(&q, QueueEvent::MarkedLeaving)
             + count(&q, QueueEvent::DroppedFromQueue)
             + count(&q, QueueEvent::Lost),
         0
@@ -155,21 +156,15 @@ fn aqm_drops_after_queueing_and_marks_get_rows_of_their_own() {
     s.bottleneck.params = serde_json::from_str(r#"{"ecn": true}"#).unwrap();
     let (out, q) = traced(&s);
     assert!(out.totals.marks > 0);
-    assert_eq!(
-        count(&q, QueueEvent::Marked),
-        out.totals.marks,
-        "one row per CE mark (CoDel)"
-    );
+    assert_eq!(count(&q, QueueEvent::MarkedLeaving), out.totals.marks, "one row per CE mark, as packets leave (CoDel)");
+    assert_eq!(count(&q, QueueEvent::Marked), 0);
     s.bottleneck.qdisc = "red".into();
     s.bottleneck.params =
         serde_json::from_str(r#"{"ecn": true, "min_th": 10, "max_th": 30}"#).unwrap();
     let (out, q) = traced(&s);
     assert!(out.totals.marks > 0);
-    assert_eq!(
-        count(&q, QueueEvent::Marked),
-        out.totals.marks,
-        "one row per CE mark (RED)"
-    );
+    assert_eq!(count(&q, QueueEvent::Marked), out.totals.marks, "one row per CE mark, as packets arrive (RED)");
+    assert_eq!(count(&q, QueueEvent::MarkedLeaving), 0);
 }
 
 #[test]

@@ -44,21 +44,23 @@ def qdisc_table() -> list[tuple[str, str, str]]:
 
 
 def simulate(scenario: Scenario, *, seed: int | None = None, progress: Progress | None = None,
-             tcp_probe_path: str | os.PathLike[str] | None = None) -> Trace:
+             tcp_probe_path: str | os.PathLike[str] | None = None,
+             queue_trace_path: str | os.PathLike[str] | None = None) -> Trace:
     """Run ``scenario`` in the packet-level simulator and return its Trace.
 
     ``seed`` overrides the scenario's seed. ``progress`` is called with the simulated
     time in seconds about once per simulated second; returning False cancels.
     ``tcp_probe_path`` also writes every TCP sender's state at each ACK there, in the
-    columns of the vm backend's kernel trace (`backends/ack_trace.py`); recording it
-    does not change the run.
+    columns of the vm backend's kernel trace (`backends/ack_trace.py`);
+    ``queue_trace_path`` every packet's fate at the bottleneck queue
+    (`backends/queue_trace.py`). Recording either does not change the run.
     """
     from .._core import simulate as core_simulate
 
     resolved = with_host_windows(scenario.resolve(seed=seed))
     started = time.time()
     t0 = time.perf_counter()
-    out = core_simulate(json.dumps(resolved), progress, tcp_probe_path is not None)
+    out = core_simulate(json.dumps(resolved), progress, tcp_probe_path is not None, queue_trace_path is not None)
     wall = time.perf_counter() - t0
     trace = _to_trace(scenario, resolved, out, wall_s=wall, started=started)
     if tcp_probe_path is not None:
@@ -67,6 +69,12 @@ def simulate(scenario: Scenario, *, seed: int | None = None, progress: Progress 
         frame = ack_trace.from_engine(out["tcp_probe"])
         ack_trace.write(frame, Path(tcp_probe_path))
         trace.meta["tcp_probe"] = {"events": len(frame), "lost_events": 0}
+    if queue_trace_path is not None:
+        from . import queue_trace
+
+        frame = queue_trace.from_engine(out["queue"])
+        queue_trace.write(frame, Path(queue_trace_path))
+        trace.meta["queue_trace"] = {"file": Path(queue_trace_path).name, "events": len(frame)}
     return trace
 
 

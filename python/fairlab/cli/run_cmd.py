@@ -34,6 +34,7 @@ def run(
     overrides: Optional[list[str]] = typer.Option(None, "--set", metavar="PATH=VALUE", help=SET_HELP),
     as_json: bool = typer.Option(False, "--json", help="print a JSON document instead of tables: a single run's analysis, or a campaign's outcome (docs/cli.md)"),
     tcp_probe: bool = typer.Option(False, "--tcp-probe", help="vm or sim, single run: also record every sender's state at each ACK to <out>/<name>.tcp_probe.parquet (vm: the kernel's tcp:tcp_probe tracepoint; sim: the same quantities; docs/vm.md)"),
+    queue_trace: bool = typer.Option(False, "--queue-trace", help="vm or sim, single run: also record every packet's fate at the bottleneck queue (queued, dropped, marked; the backlog it found) to <out>/<name>.queue.parquet (vm: DropTail only; docs/queue-trace.md)"),
 ) -> None:
     """Run a scenario on the simulator (default), live or on a real kernel in a VM;
     write the Trace and print the analysis."""
@@ -53,9 +54,12 @@ def run(
     if tcp_probe and (backend not in PROBE_BACKENDS or not single):
         raise UsageError("--tcp-probe records the per-ACK trace of one run: it needs --backend vm (the kernel's "
                          "tcp:tcp_probe) or sim, and a scenario without a sweep and with runs = 1")
+    if queue_trace and (backend not in PROBE_BACKENDS or not single):
+        raise UsageError("--queue-trace records the bottleneck's packets in one run: it needs --backend vm or sim, "
+                         "and a scenario without a sweep and with runs = 1")
     if single:
         _single(campaign.tasks[0].model(), campaign.tasks[0].seed, backend, out_dir, as_json, source=scenario,
-                tcp_probe=tcp_probe)
+                tcp_probe=tcp_probe, queue_trace=queue_trace)
     else:
         report = run_campaign_with_progress(campaign, out_dir, workers=workers, dask=dask, as_json=as_json)
         if as_json:
@@ -70,14 +74,16 @@ def _campaign(doc: dict, path: Path, backend: str):
 
 
 def _single(model: Scenario, seed: int, backend: str, out_dir: Path, as_json: bool, *, source: Path,
-            tcp_probe: bool = False) -> None:
+            tcp_probe: bool = False, queue_trace: bool = False) -> None:
     total = model.duration / 1e9
     on_progress = SimulatedTime(model.name, total, enabled=not as_json)
     probe_path = inside(out_dir, f"{slug(model.name)}.tcp_probe.parquet") if tcp_probe else None
-    if probe_path is not None:
+    queue_path = inside(out_dir, f"{slug(model.name)}.queue.parquet") if queue_trace else None
+    if probe_path is not None or queue_path is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
     try:
-        trace = run_scenario(model, seed=seed, backend=backend, progress=on_progress, tcp_probe_path=probe_path)
+        trace = run_scenario(model, seed=seed, backend=backend, progress=on_progress, tcp_probe_path=probe_path,
+                             queue_trace_path=queue_path)
     except ValueError as exc:
         # Engine and live errors name the field; say which file it is in.
         raise type(exc)(f"{source}: {exc}") from None
@@ -95,6 +101,8 @@ def _single(model: Scenario, seed: int, backend: str, out_dir: Path, as_json: bo
         doc["seed"] = seed
         for key in ("title", "description"):
             doc[key] = getattr(model, key)
+        if queue_path is not None:
+            doc["queue_trace"] = str(queue_path)
         print(json.dumps(doc, indent=2, allow_nan=False))
         return
     print_analysis(trace, result, [f"{backend} run of {model.name} (seed {seed})"])
@@ -110,6 +118,23 @@ def _single(model: Scenario, seed: int, backend: str, out_dir: Path, as_json: bo
         else:
             what = f"the simulator's per-ACK trace ({trace.meta['tcp_probe']['events']} ACKs)"
         console.print(f"{what} written to [bold]{probe_path}[/]")
+    if queue_path is not None:
+        _print_queue_summary(queue_path, trace.labels, backend)
+
+
+def _print_queue_summary(path: Path, labels: dict, backend: str) -> None:
+    """Each flow's packets and drops at the bottleneck, from the queue trace just written."""
+    import pandas as pd
+
+    from ..backends.queue_trace import per_flow
+
+    table = per_flow(pd.read_parquet(path))
+    who = "the kernel's bottleneck queue" if backend == "vm" else "the simulated bottleneck queue"
+    console.print(f"every packet at {who} written to [bold]{path}[/] (docs/queue-trace.md):")
+    for row in table.itertuples():
+        rate = "" if pd.isna(row.drop_rate) else f" ({100 * row.drop_rate:.2f} %)"
+        marks = f", {row.marks:,} CE marks" if row.marks else ""
+        console.print(f"  {labels.get(row.Index, row.Index)}: {row.packets:,} packets, {row.drops:,} dropped{rate}{marks}")
 
 
 def run_campaign_with_progress(campaign, out_dir: Path, *, workers: int | None, dask: str | None, as_json: bool = False):

@@ -43,7 +43,8 @@ from ...interrupts import raising_on_signals
 from ...scenario import Scenario
 from ...trace import Trace
 from ..iperf_pairs import receiver_samples
-from . import cpio, image as vm_image, plan as vm_plan, qemu, tcp_probe
+from .. import queue_trace as common_queue_trace
+from . import btf, cpio, image as vm_image, plan as vm_plan, qemu, queue_trace, tcp_probe
 from .errors import VmError
 from .plan import VM_FORMAT_VERSION
 from ..live.cleanup import process_start_time
@@ -73,6 +74,7 @@ def run_vm(
     image: vm_image.Image | None = None,
     keep_dir: str | os.PathLike[str] | None = None,
     tcp_probe_path: str | os.PathLike[str] | None = None,
+    queue_trace_path: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
 ) -> Trace:
     """Run ``scenario`` once in the guest and return its `Trace`.
@@ -83,6 +85,9 @@ def run_vm(
     ``tcp_probe_path`` also records the kernel's per-ACK state of every sender (the
     `tcp:tcp_probe` tracepoint) and writes it to that Parquet file
     (`tcp_probe.COLUMNS`); the run's meta says how many events it holds.
+    ``queue_trace_path`` also records every packet's fate at the bottleneck queue (a
+    kprobe on the kernel qdisc's enqueue; DropTail only) and writes it there
+    (`backends/queue_trace.COLUMNS`).
     """
     say = progress or (lambda s: None)
     binary = qemu.find_qemu()
@@ -93,8 +98,14 @@ def run_vm(
         img = image or vm_image.find(progress=say)
     except vm_image.ImageError as exc:
         raise VmError(f"the vm image could not be built: {exc}") from None
+    layout = None
+    if queue_trace_path is not None:
+        try:
+            layout = btf.queue_trace_layout(img.kernel, cache=img.root / "queue-trace-layout.json")
+        except btf.BtfError as exc:
+            raise VmError(str(exc)) from None
     try:
-        gplan = vm_plan.build(scenario, img, seed=seed, tcp_probe=tcp_probe_path is not None)
+        gplan = vm_plan.build(scenario, img, seed=seed, tcp_probe=tcp_probe_path is not None, queue_trace=layout)
     except vm_plan.VmPlanError as exc:
         raise VmError(str(exc)) from None
     remove_orphaned_run_dirs()
@@ -103,7 +114,8 @@ def run_vm(
     with raising_on_signals():
         try:
             return _boot_and_collect(scenario, gplan, img, binary, tmp, seed=seed, run_index=run_index,
-                                     keep_dir=keep_dir, tcp_probe_path=tcp_probe_path, say=say)
+                                     keep_dir=keep_dir, tcp_probe_path=tcp_probe_path,
+                                     queue_trace_path=queue_trace_path, say=say)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -127,7 +139,8 @@ def remove_orphaned_run_dirs() -> list[Path]:
 
 def _boot_and_collect(scenario: Scenario, gplan: vm_plan.GuestPlan, img: vm_image.Image, binary: str, tmp: Path, *,
                       seed: int, run_index: int, keep_dir: str | os.PathLike[str] | None,
-                      tcp_probe_path: str | os.PathLike[str] | None, say: Progress) -> Trace:
+                      tcp_probe_path: str | os.PathLike[str] | None,
+                      queue_trace_path: str | os.PathLike[str] | None, say: Progress) -> Trace:
     """The per-run initramfs, the boot, and the results; ``tmp`` is removed by the caller."""
     initrd = tmp / "initrd.cpio"
     entries = [
@@ -167,7 +180,31 @@ def _boot_and_collect(scenario: Scenario, gplan: vm_plan.GuestPlan, img: vm_imag
                        qemu_binary=binary)
     if tcp_probe_path is not None:
         trace.meta["vm"]["tcp_probe"] = _write_tcp_probe(res, gplan, Path(tcp_probe_path))
+    if queue_trace_path is not None:
+        trace.meta["vm"]["queue_trace"] = _write_queue_trace(res, scenario, gplan, Path(queue_trace_path), seed=seed)
     return trace
+
+
+def _write_queue_trace(res: Path, scenario: Scenario, gplan: vm_plan.GuestPlan, dest: Path, *, seed: int) -> dict[str, object]:
+    """Parse the guest's queue trace into ``dest``; what the run's meta records of it."""
+    try:
+        text = gzip.decompress((res / "queue.txt.gz").read_bytes()).decode("utf-8", "replace")
+    except FileNotFoundError:
+        raise VmError("the guest wrote no queue trace (queue.txt.gz); see run.log in --keep-dir") from None
+    except (OSError, EOFError) as exc:
+        raise VmError(f"the guest's queue trace (queue.txt.gz) is not a whole gzip file: {exc}") from None
+    flows = scenario.resolve(seed=seed)["flows"]
+    try:
+        frame = queue_trace.parse(text, t0_ns=_int_file(res / "t0") or 0,
+                                  ports={gf.port: gf.index for gf in gplan.flows},
+                                  mss={gf.index: int(flows[gf.index]["mss"]) for gf in gplan.flows})
+    except queue_trace.QueueTraceError as exc:
+        raise VmError(str(exc)) from None
+    lost = queue_trace.lost_events(_read(res / "queue-stats.txt"))
+    if lost:
+        raise VmError(f"the guest's queue trace lost {lost} events (its buffer was too small); nothing was written")
+    common_queue_trace.write(frame, dest)
+    return {"file": dest.name, "events": int(len(frame)), "lost_events": lost}
 
 
 def _write_tcp_probe(res: Path, gplan: vm_plan.GuestPlan, dest: Path) -> dict[str, object]:

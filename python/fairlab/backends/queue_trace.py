@@ -1,0 +1,80 @@
+"""The bottleneck's per-packet trace: one row per packet that reached the bottleneck
+queue, in time order, with what happened to it and the backlog it found — who was
+queued behind whom, and whose packets an overflow dropped. The simulator records it
+(`netsim::QueueTrace`); the vm backend reads the same from a kprobe on the kernel
+qdisc's enqueue function (`backends/vm/queue_trace.py`), so one scenario's two
+traces line up row by row (docs/queue-trace.md).
+
+Columns: `t` (s, scenario clock), `flow`, `seq` (TCP: segment index from the flow's
+first data segment, a retransmission repeating its original's; DCCP: packet
+sequence number), `bytes` (what the queue counts: the Ethernet frame, 1514 for a
+full-sized TCP segment), `backlog_bytes` (bytes queued when it happened, the packet
+itself and the one on the link not counted) and `event`:
+
+- ``queued``: it arrived and was queued;
+- ``dropped``: it arrived and was refused (a full DropTail queue, an AQM's early drop);
+- ``marked``: it arrived and was queued with CE set (RED, PIE, BLUE … marking);
+- ``dropped_from_queue``: it had been queued and was dropped later (CoDel's head
+  drop, CHOKe's victim);
+- ``lost``: the bottleneck's random loss (`loss_rate`, simulator only) took it
+  before the queue;
+- ``marked_leaving``: it was marked CE as it left the queue (CoDel); its arrival
+  has a row of its own.
+
+Every packet that reached the bottleneck has exactly one arrival row (``queued``,
+``dropped``, ``marked`` or ``lost``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+COLUMNS = ["t", "flow", "seq", "bytes", "backlog_bytes", "event"]
+#: `event` values, in the order of the engine's `QueueEvent` codes.
+EVENTS = ["queued", "dropped", "marked", "dropped_from_queue", "lost", "marked_leaving"]
+#: The events that are a packet's arrival (one per packet).
+ARRIVALS = ("queued", "dropped", "marked", "lost")
+#: The events that took a packet out of the network.
+DROPS = ("dropped", "dropped_from_queue", "lost")
+
+
+def event_column(codes: np.ndarray) -> pd.Categorical:
+    return pd.Categorical.from_codes(np.asarray(codes).astype(np.int8), categories=EVENTS)
+
+
+def from_engine(cols: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The simulator's columns (`_core.simulate(..., queue_trace=True)["queue"]`) as the trace's frame."""
+    return pd.DataFrame({
+        "t": cols["t_ns"] / 1e9,
+        "flow": cols["flow"].astype(np.int64),
+        "seq": cols["seq"].astype(np.int64),
+        "bytes": cols["bytes"].astype(np.int64),
+        "backlog_bytes": cols["backlog_bytes"].astype(np.int64),
+        "event": event_column(cols["event"]),
+    })[COLUMNS]
+
+
+def per_flow(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per flow: packets that reached the bottleneck, drops (all kinds), CE marks, and
+    the share of its packets that were dropped."""
+    ev = frame["event"]
+
+    def count(rows: pd.Series) -> pd.Series:
+        return frame[rows].groupby("flow").size()
+
+    out = pd.DataFrame({
+        "packets": count(ev.isin(ARRIVALS)),
+        "drops": count(ev.isin(DROPS)),
+        "marks": count(ev.isin(("marked", "marked_leaving"))),
+    }).fillna(0).astype(np.int64)
+    out["drop_rate"] = out["drops"] / out["packets"].where(out["packets"] > 0)
+    return out
+
+
+def write(frame: pd.DataFrame, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_parquet(path, index=False)
+    return path

@@ -1,0 +1,166 @@
+"""The bottleneck's per-packet trace in the guest (`--queue-trace`): a kprobe on the
+bottleneck qdisc's enqueue function records each packet's ports, sequence number,
+length and the backlog it found, a return probe whether it was queued. The events go
+to a trace instance of their own (the per-ACK trace keeps its buffer), leave
+gzip-compressed after the flows, and are read here into the columns of
+`backends/queue_trace.py`.
+
+Only queues that decide at enqueue, on the arriving packet alone, can be traced
+this way: the DropTail fifos. CoDel and fq_codel drop at dequeue, CHOKe drops a
+queued victim, RED and PIE mark in place — none of which an enqueue's return value
+shows — so those are refused with a sentence (the simulator traces them all).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+import numpy as np
+import pandas as pd
+
+from ..queue_trace import COLUMNS, event_column
+from .btf import QueueTraceLayout
+
+#: The kernel qdisc's enqueue function, for the queues the trace can follow.
+ENQUEUE_FUNCTION = {"bfifo": "bfifo_enqueue", "pfifo": "pfifo_enqueue"}
+INSTANCE = "/sys/kernel/tracing/instances/fairlab_queue"
+_KPROBES = "/sys/kernel/tracing/kprobe_events"
+#: Ring-buffer bytes per packet: an entry and a return event (34 B each measured on
+#: Linux 6.1, 2026-11-29: 15.4 MB for 447,000 events), with room for page headers.
+BYTES_PER_PACKET = 96
+#: Frame headers the kprobe skips to reach the TCP header: Ethernet (14), IPv4 without options (20).
+_TCP_AT = 14 + 20
+
+_ENTRY = re.compile(r"\s(\d+\.\d+): enq: \S+ sport=(\d+) dport=(\d+) seq=(\d+) len=(\d+) backlog=(\d+)")
+_RETURN = re.compile(r"\s(\d+\.\d+): enq_ret: .* ret=(0x[0-9a-f]+|-?\d+)")
+
+
+class QueueTraceError(ValueError):
+    """The guest's queue trace could not be read, or cannot be taken for this scenario."""
+
+
+def refusal(kernel_qdisc: str) -> str | None:
+    """Why the vm backend cannot trace a bottleneck of ``kernel_qdisc`` (None: it can)."""
+    if kernel_qdisc in ENQUEUE_FUNCTION:
+        return None
+    return (f"the vm backend's queue trace follows queues that decide as a packet arrives (droptail: bfifo/pfifo); "
+            f"{kernel_qdisc} drops or marks packets where a probe on its enqueue cannot see it; trace it with "
+            "--backend sim")
+
+
+def buffer_kb(packets: int) -> int:
+    """Trace-buffer size (KB) for about ``packets`` bottleneck arrivals."""
+    return max(4096, -(-packets * BYTES_PER_PACKET // 1024))
+
+
+def start_lines(kernel_qdisc: str, layout: QueueTraceLayout, kb: int) -> list[str]:
+    """Guest shell lines that define the probes and start recording (after tracefs is mounted)."""
+    fn = ENQUEUE_FUNCTION[kernel_qdisc]
+    pkt = f"+{layout.skb_data}(%di)"
+    entry = (f"p:fairlab/enq {fn} sport=+{_TCP_AT}({pkt}):u16 dport=+{_TCP_AT + 2}({pkt}):u16 "
+             f"seq=+{_TCP_AT + 4}({pkt}):u32 len=+{layout.skb_len}(%di):u32 backlog=+{layout.qdisc_backlog}(%si):u32")
+    ret = f"r:fairlab/enq_ret {fn} ret=$retval"
+
+    def step(cmd: str, what: str) -> str:
+        return f"{cmd} || fl_fail {shlex.quote('queue trace: could not ' + what)}"
+
+    return [
+        step(f"echo {shlex.quote(entry)} >> {_KPROBES}", f"probe {fn} (is it in this kernel?)"),
+        step(f"echo {shlex.quote(ret)} >> {_KPROBES}", f"probe the return of {fn}"),
+        step(f"mkdir {INSTANCE}", "create its trace instance"),
+        step(f"echo mono > {INSTANCE}/trace_clock", "set the mono trace clock"),
+        step(f"echo {int(kb)} > {INSTANCE}/buffer_size_kb", f"size its buffer ({int(kb)} KB)"),
+        step(f"echo 1 > {INSTANCE}/events/fairlab/enable", "enable its probes"),
+        step(f"echo 1 > {INSTANCE}/tracing_on", "start it"),
+    ]
+
+
+def stop_lines() -> list[str]:
+    """Guest shell lines that stop recording and export the trace (after the flows)."""
+    return [
+        f"echo 0 > {INSTANCE}/tracing_on",
+        f"cat {INSTANCE}/per_cpu/cpu0/stats > $RES/queue-stats.txt",
+        f"cat {INSTANCE}/trace | gzip -n > $RES/queue.txt.gz",
+    ]
+
+
+def _swap16(x: np.ndarray) -> np.ndarray:
+    return ((x & 0xFF) << 8) | (x >> 8)
+
+
+def parse(text: str, *, t0_ns: int, ports: dict[int, int], mss: dict[int, int]) -> pd.DataFrame:
+    """The guest's queue trace as the trace's frame. ``ports`` maps each TCP flow's
+    server port to its flow index, ``mss`` each flow index to its MSS. Only the data
+    connection of each port is kept (the one with the most packets; iperf3's control
+    connection shares the port). Raises QueueTraceError on a malformed trace."""
+    rows: list[tuple[float, int, int, int, int, int]] = []
+    rets: list[int] = []
+    pending = False
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line or line.startswith("#"):
+            continue
+        m = _ENTRY.search(line)
+        if m is not None:
+            if pending:
+                raise QueueTraceError(f"queue.txt line {n}: an enqueue with no return before it")
+            t, sp, dp, seq, ln, bl = m.groups()
+            rows.append((float(t), int(sp), int(dp), int(seq), int(ln), int(bl)))
+            pending = True
+            continue
+        m = _RETURN.search(line)
+        if m is not None:
+            if not pending:
+                raise QueueTraceError(f"queue.txt line {n}: a return with no enqueue before it")
+            rets.append(int(m.group(2), 0))
+            pending = False
+            continue
+        raise QueueTraceError(f"queue.txt line {n}: not a queue-trace event: {line[:120]!r}")
+    if pending:
+        rows.pop()  # the trace stopped between an enqueue and its return
+    raw = pd.DataFrame(rows, columns=["t", "sport", "dport", "seq", "bytes", "backlog_bytes"])
+    raw["ret"] = np.asarray(rets, dtype=np.int64)
+    # The kprobe reads the header's big-endian fields as little-endian integers.
+    raw["sport"] = _swap16(raw["sport"].to_numpy(np.int64))
+    raw["dport"] = _swap16(raw["dport"].to_numpy(np.int64))
+    raw["seq"] = np.frombuffer(raw["seq"].to_numpy(np.int64).astype("<u4").tobytes(), dtype=">u4").astype(np.int64)
+    raw = raw[raw["dport"].isin(list(ports))]
+    if raw.empty:
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in
+                             zip(COLUMNS, ["float64", "int64", "int64", "int64", "int64", "category"])})
+    data = raw.groupby(["dport", "sport"]).size().reset_index(name="n").sort_values("n").groupby("dport").tail(1)
+    raw = raw.merge(data[["dport", "sport"]], on=["dport", "sport"], how="inner", sort=False).sort_values("t", kind="stable")
+    frame = pd.DataFrame({
+        "t": (raw["t"].to_numpy() - t0_ns / 1e9),
+        "flow": raw["dport"].map(ports).to_numpy(np.int64),
+        "seq": _segment_index(raw, ports, mss),
+        "bytes": raw["bytes"].to_numpy(np.int64),
+        "backlog_bytes": raw["backlog_bytes"].to_numpy(np.int64),
+        # Qdisc enqueue returns NET_XMIT_SUCCESS (0) for a packet it queued and
+        # NET_XMIT_DROP when a fifo refuses it.
+        "event": event_column(np.where(raw["ret"].to_numpy() == 0, 0, 1)),
+    })
+    return frame[COLUMNS].reset_index(drop=True)
+
+
+def _segment_index(raw: pd.DataFrame, ports: dict[int, int], mss: dict[int, int]) -> np.ndarray:
+    """Each packet's sequence number as a segment index from its flow's first data
+    segment: sequence space unwrapped (it may wrap within a run), then divided by the MSS."""
+    out = np.zeros(len(raw), dtype=np.int64)
+    seq = raw["seq"].to_numpy(np.int64)
+    dport = raw["dport"].to_numpy()
+    for port, flow in ports.items():
+        idx = np.nonzero(dport == port)[0]
+        if not len(idx):
+            continue
+        s = seq[idx]
+        step = (np.diff(s) + (1 << 31)) % (1 << 32) - (1 << 31)
+        unwrapped = np.concatenate([[0], np.cumsum(step)])
+        out[idx] = (unwrapped - unwrapped.min()) // mss[flow]
+    return out
+
+
+def lost_events(stats_text: str | None) -> int:
+    from .tcp_probe import lost_events as ring_lost
+
+    return ring_lost(stats_text)

@@ -1,0 +1,261 @@
+"""The bottleneck's per-packet trace (`--queue-trace`, docs/queue-trace.md): the
+simulator's record held against its own counters, the kernel's held against the
+kernel's qdisc counters, iperf3's retransmissions and the byte-FIFO's rule, and the
+pieces that read the kernel (its BTF, the kprobe's text) against hand-made input."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import sys
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from cli_helpers import fairlab
+from fairlab.backends.queue_trace import ARRIVALS, EVENTS, per_flow
+from fairlab.backends.vm import btf, queue_trace as vm_queue_trace
+from fairlab.scenario import Scenario
+
+SCEN = textwrap.dedent("""
+    name = "qt"
+    duration = "{duration}"
+    [bottleneck]
+    rate = "10Mbit"
+    buffer = "{buffer}"
+    qdisc = "{qdisc}"
+    [[flows]]
+    cca = "reno"
+    rtt = "40ms"
+    [[flows]]
+    cca = "cubic"
+    rtt = "40ms"
+    start = "1s"
+""")
+
+
+def _scenario(tmp_path: Path, *, duration: str = "10s", buffer: str = "20%bdp", qdisc: str = "droptail") -> Path:
+    p = tmp_path / "s.toml"
+    p.write_text(SCEN.format(duration=duration, buffer=buffer, qdisc=qdisc))
+    return p
+
+
+# ---- the simulator
+
+
+def test_the_simulators_trace_accounts_for_every_drop_the_run_counted(tmp_path):
+    out = tmp_path / "o"
+    cp = fairlab("run", _scenario(tmp_path), "--queue-trace", "--out", out)
+    assert cp.returncode == 0, cp.stderr
+    q = pd.read_parquet(out / "qt.queue.parquet")
+    assert list(q.columns) == ["t", "flow", "seq", "bytes", "backlog_bytes", "event"]
+    assert set(q["event"].astype(str)) <= set(EVENTS)
+    assert q["t"].is_monotonic_increasing and set(q["flow"]) == {0, 1}
+    from fairlab.trace import Trace
+
+    trace = Trace.from_parquet(out / "qt.parquet")
+    drops = (q["event"] == "dropped").sum()
+    assert drops > 0 and drops == trace.bottleneck["drops"].sum()
+    # A DropTail queue of 20 % of the BDP (10 Mbit/s x 40 ms = 50,000 B -> 10,000 B):
+    # a packet is refused exactly when it does not fit.
+    limit = 10_000
+    fits = q["backlog_bytes"] + q["bytes"] <= limit
+    assert ((q["event"] == "queued") == fits).all()
+    # Each flow's first data segment is segment 0, and full segments are 1,514-B frames.
+    assert (q.groupby("flow")["seq"].min() == 0).all()
+    assert (q["bytes"] == 1514).mean() > 0.95
+    # What the command printed is the trace's own per-flow count.
+    table = per_flow(q)
+    for row in table.itertuples():
+        assert f"{row.packets:,} packets, {row.drops:,} dropped" in cp.stdout
+
+
+def test_recording_the_queue_changes_nothing_in_the_simulated_run(tmp_path):
+    from fairlab.backends.sim import simulate
+
+    sc = Scenario.from_dict({"name": "x", "duration": "5s", "bottleneck": {"rate": "10Mbit", "buffer": "20%bdp"},
+                             "flows": [{"cca": "reno", "rtt": "40ms"}, {"cca": "cubic", "rtt": "30ms"}]})
+    plain = simulate(sc, seed=4)
+    traced = simulate(sc, seed=4, queue_trace_path=tmp_path / "q.parquet")
+    pd.testing.assert_frame_equal(plain.samples, traced.samples)
+    q = pd.read_parquet(tmp_path / "q.parquet")
+    assert traced.meta["queue_trace"]["events"] == len(q) > 1000
+    assert q["event"].isin(ARRIVALS).sum() == len(q)  # DropTail: arrivals only
+
+
+def test_the_queue_trace_is_refused_where_it_cannot_be_taken(tmp_path):
+    cp = fairlab("run", _scenario(tmp_path), "--queue-trace", "--backend", "live", "--out", tmp_path / "o")
+    assert cp.returncode == 2 and "Traceback" not in cp.stderr
+    assert "--queue-trace" in cp.stderr and "vm or sim" in cp.stderr
+    swept = tmp_path / "sw.toml"
+    swept.write_text(_scenario(tmp_path).read_text() + "\n[sweep]\n\"bottleneck.buffer\" = [\"20%bdp\", \"50%bdp\"]\n")
+    cp = fairlab("run", swept, "--queue-trace", "--out", tmp_path / "o2")
+    assert cp.returncode == 2 and "one run" in cp.stderr and "Traceback" not in cp.stderr
+
+
+# ---- reading the kernel: its BTF
+
+
+def _btf_blob() -> bytes:
+    """A BTF section laid out as Documentation/bpf/btf.rst describes, by hand: the
+    three structs the queue trace reads, with `data` inside an anonymous struct in
+    an anonymous union (as in Linux's sk_buff) and `qstats` through a typedef."""
+    strings = b"\0"
+    names: dict[str, int] = {}
+
+    def name(s: str) -> int:
+        nonlocal strings
+        if s not in names:
+            names[s] = len(strings)
+            strings += s.encode() + b"\0"
+        return names[s]
+
+    types = b""
+
+    def typ(name_off: int, kind: int, vlen: int, size_or_type: int, extra: bytes = b"") -> None:
+        nonlocal types
+        types += struct.pack("<III", name_off, (kind << 24) | vlen, size_or_type) + extra
+
+    def members(*ms: tuple[str, int, int]) -> bytes:
+        return b"".join(struct.pack("<III", name(n) if n else 0, t, bits) for n, t, bits in ms)
+
+    typ(name("unsigned int"), 1, 0, 4, struct.pack("<I", 32))                     # 1: INT
+    typ(0, 2, 0, 3)                                                                # 2: PTR -> 3
+    typ(name("unsigned char"), 1, 0, 1, struct.pack("<I", 8))                     # 3: INT
+    typ(name("sk_buff"), 4, 3, 240, members(("next", 2, 0), ("len", 1, 112 * 8), ("", 5, 200 * 8)))  # 4
+    typ(0, 5, 1, 16, members(("", 6, 0)))                                          # 5: anonymous UNION
+    typ(0, 4, 2, 16, members(("head", 2, 0), ("data", 2, 64)))                     # 6: anonymous STRUCT
+    typ(name("gnet_stats_queue"), 4, 2, 20, members(("qlen", 1, 0), ("backlog", 1, 32)))  # 7
+    typ(name("gsq_t"), 8, 0, 7)                                                    # 8: TYPEDEF -> 7
+    typ(name("Qdisc"), 4, 1, 256, members(("qstats", 8, 192 * 8)))                 # 9
+    header = struct.pack("<HBBIIIII", 0xEB9F, 1, 0, 24, 0, len(types), len(types), len(strings))
+    return header + types + strings
+
+
+def test_field_offsets_are_read_from_btf_through_anonymous_unions_and_typedefs():
+    b = btf._Btf(_btf_blob(), "hand-made")
+    assert b.member_offset("sk_buff", "data") == 208
+    assert b.member_offset("sk_buff", "len") == 112
+    assert b.member_offset("Qdisc", "qstats") + b.member_offset("gnet_stats_queue", "backlog") == 196
+    with pytest.raises(btf.BtfError, match="struct sk_buff has no member 'tail'"):
+        b.member_offset("sk_buff", "tail")
+    with pytest.raises(btf.BtfError, match="no struct net_device"):
+        b.member_offset("net_device", "mtu")
+
+
+def test_a_kernel_without_btf_is_refused_naming_the_file(tmp_path):
+    with pytest.raises(btf.BtfError, match="CONFIG_DEBUG_INFO_BTF"):
+        btf.queue_trace_layout(Path(sys.executable).resolve())  # an ELF with no .BTF section
+    junk = tmp_path / "vmlinuz"
+    junk.write_bytes(b"MZ" + b"\0" * 100)
+    with pytest.raises(btf.BtfError, match=f"{junk}: not an ELF kernel image"):
+        btf.queue_trace_layout(junk)
+
+
+# ---- reading the kernel: the kprobe's text
+
+
+def _be16(x: int) -> int:  # what a little-endian u16 load of a big-endian field reads
+    return int.from_bytes(x.to_bytes(2, "big"), "little")
+
+
+def _be32(x: int) -> int:
+    return int.from_bytes(x.to_bytes(4, "big"), "little")
+
+
+def _enq(t: float, sport: int, dport: int, seq: int, length: int, backlog: int, ret: int) -> str:
+    return (f"  <idle>-0  [000] b.s2.  {t:.6f}: enq: (bfifo_enqueue+0x0/0x90) sport={_be16(sport)} dport={_be16(dport)} "
+            f"seq={_be32(seq % (1 << 32))} len={length} backlog={backlog}\n"
+            f"  <idle>-0  [000] b.s2.  {t:.6f}: enq_ret: (htb_enqueue+0x9b/0x4a0 <- bfifo_enqueue) ret={ret:#x}\n")
+
+
+def test_kprobe_events_become_rows_of_the_data_connections():
+    t0 = 10_000_000_000  # the guest's t0, ns
+    isn = (1 << 32) - 3 * 1448  # the flow's sequence space wraps after its third segment
+    text = "# tracer: nop\n"
+    text += _enq(10.5, 40000, 5201, 77, 66, 0, 0)  # iperf3's control connection: same port, few packets
+    for k in range(6):
+        text += _enq(11.0 + k * 1e-3, 40002, 5201, isn + 1 + k * 1448, 1514, 1514 * k, 0 if k < 5 else 1)
+    text += _enq(11.01, 40002, 5201, isn + 1 + 2 * 1448, 1514, 0, 0)  # a retransmission of segment 2
+    text += _enq(11.5, 50000, 5202, 999, 1514, 3000, 0)
+    text += _enq(11.6, 33333, 5999, 1, 1514, 0, 0)  # not one of the run's flows
+    frame = vm_queue_trace.parse(text, t0_ns=t0, ports={5201: 0, 5202: 1}, mss={0: 1448, 1: 1448})
+    assert list(frame["flow"]) == [0] * 7 + [1]
+    assert frame["t"].iloc[0] == pytest.approx(1.0)
+    assert list(frame["seq"].iloc[:7]) == [0, 1, 2, 3, 4, 5, 2]
+    assert list(frame["event"].astype(str).iloc[:7]) == ["queued"] * 5 + ["dropped", "queued"]
+    assert list(frame["backlog_bytes"].iloc[:6]) == [0, 1514, 3028, 4542, 6056, 7570]
+
+
+def test_a_malformed_queue_trace_is_an_error_naming_the_line():
+    good = _enq(1.0, 40002, 5201, 1, 1514, 0, 0)
+    with pytest.raises(vm_queue_trace.QueueTraceError, match="line 1: not a queue-trace event"):
+        vm_queue_trace.parse("garbage\n" + good, t0_ns=0, ports={5201: 0}, mss={0: 1448})
+    entry_only = good.splitlines()[0] + "\n"
+    with pytest.raises(vm_queue_trace.QueueTraceError, match="line 2: an enqueue with no return"):
+        vm_queue_trace.parse(entry_only + good, t0_ns=0, ports={5201: 0}, mss={0: 1448})
+
+
+def test_the_guest_can_trace_only_queues_that_decide_on_arrival():
+    assert vm_queue_trace.refusal("bfifo") is None and vm_queue_trace.refusal("pfifo") is None
+    why = vm_queue_trace.refusal("codel")
+    assert "codel" in why and "--backend sim" in why
+
+
+# ---- the kernel itself
+
+
+@pytest.fixture(scope="module")
+def vm_ready():
+    if shutil.which("qemu-system-x86_64") is None:
+        pytest.fail("QEMU is not installed; `make test` installs it (apt-get install qemu-system-x86)")
+    from fairlab.backends.vm.image import find
+
+    return find()
+
+
+def test_the_kernels_queue_trace_matches_its_qdisc_counters_and_iperf3(tmp_path, vm_ready):
+    # Three independent accounts of the same bottleneck: the kprobe's rows, the
+    # kernel's own qdisc counters (sampled every interval) and each sender's
+    # retransmissions as iperf3 reports them (every loss here is a queue drop).
+    from fairlab.backends.vm.plan import qdisc_args
+    from fairlab.backends.vm.runner import run_vm
+    from fairlab.scenario import load_scenario
+
+    sc = load_scenario(_scenario(tmp_path, duration="6s"))
+    dest = tmp_path / "q.parquet"
+    tr = run_vm(sc, seed=2, image=vm_ready, queue_trace_path=dest)
+    q = pd.read_parquet(dest)
+    assert tr.meta["vm"]["queue_trace"] == {"file": "q.parquet", "events": len(q), "lost_events": 0}
+    # The offsets read from the kernel's BTF find the right fields: ports that are
+    # the flows', full frames of 1,514 B, and the fifo's byte rule on every row.
+    assert set(q["flow"]) == {0, 1} and (q["bytes"] == 1514).mean() > 0.95
+    child, args = qdisc_args(sc.resolve(seed=2))
+    assert child == "bfifo"
+    limit = int(args[args.index("limit") + 1])
+    fits = q["backlog_bytes"] + q["bytes"] <= limit
+    assert ((q["event"] == "queued") == fits).all()
+    drops = q[q["event"] == "dropped"].groupby("flow").size().reindex([0, 1], fill_value=0)
+    assert drops.sum() > 0
+    assert drops.sum() == tr.bottleneck["drops"].sum()
+    retrans = tr.samples.groupby("flow")["retransmits"].sum().reindex([0, 1], fill_value=0)
+    assert list(drops) == list(retrans.astype(int))
+
+
+def test_the_guest_script_is_unchanged_unless_the_queue_is_traced(vm_ready):
+    from fairlab.backends.vm.btf import QueueTraceLayout
+    from fairlab.backends.vm.plan import VmPlanError, build
+
+    doc = {"name": "o", "duration": "4s", "bottleneck": {"rate": "10Mbit", "buffer": "100%bdp"},
+           "flows": [{"cca": "reno", "rtt": "20ms"}]}
+    layout = QueueTraceLayout(skb_data=208, skb_len=112, qdisc_backlog=196)
+    plain = build(Scenario.from_dict(doc), vm_ready, seed=1).script
+    traced = build(Scenario.from_dict(doc), vm_ready, seed=1, queue_trace=layout).script
+    assert "fairlab_queue" not in plain and "kprobe_events" not in plain
+    assert "p:fairlab/enq bfifo_enqueue sport=+34(+208(%di)):u16" in traced
+    assert "backlog=+196(%si):u32" in traced and "r:fairlab/enq_ret bfifo_enqueue ret=$retval" in traced
+    codel = {**doc, "bottleneck": {**doc["bottleneck"], "qdisc": "codel"}}
+    with pytest.raises(VmPlanError, match="codel drops or marks packets where a probe on its enqueue cannot see it"):
+        build(Scenario.from_dict(codel), vm_ready, seed=1, queue_trace=layout)

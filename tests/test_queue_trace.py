@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from cli_helpers import fairlab
-from fairlab.backends.queue_trace import ARRIVALS, EVENTS, per_flow
+from fairlab.backends.queue_trace import ARRIVALS, EVENTS
 from fairlab.backends.vm import btf, queue_trace as vm_queue_trace
 from fairlab.scenario import Scenario
 
@@ -67,9 +67,9 @@ def test_the_simulators_trace_accounts_for_every_drop_the_run_counted(tmp_path):
     assert (q.groupby("flow")["seq"].min() == 0).all()
     assert (q["bytes"] == 1514).mean() > 0.95
     # What the command printed is the trace's own per-flow count.
-    table = per_flow(q)
-    for row in table.itertuples():
-        assert f"{row.packets:,} packets, {row.drops:,} dropped" in cp.stdout
+    for flow, rows in q.groupby("flow"):
+        line = f"{rows['event'].isin(ARRIVALS).sum():,} packets, {(rows['event'] == 'dropped').sum():,} dropped"
+        assert line in cp.stdout, (line, cp.stdout)
 
 
 def test_recording_the_queue_changes_nothing_in_the_simulated_run(tmp_path):
@@ -259,3 +259,48 @@ def test_the_guest_script_is_unchanged_unless_the_queue_is_traced(vm_ready):
     codel = {**doc, "bottleneck": {**doc["bottleneck"], "qdisc": "codel"}}
     with pytest.raises(VmPlanError, match="codel drops or marks packets where a probe on its enqueue cannot see it"):
         build(Scenario.from_dict(codel), vm_ready, seed=1, queue_trace=layout)
+
+
+# ---- the per-flow summary (metrics.queue_trace), by hand
+
+
+def test_the_summary_counts_episodes_runs_and_bursts_by_hand():
+    from fairlab.metrics.queue_trace import gaps_for, summarize
+
+    rows = [  # t, flow, event
+        (1.000, 0, "queued"), (1.001, 0, "dropped"),   # A A
+        (1.010, 1, "dropped"), (1.011, 1, "queued"), (1.0115, 1, "queued"),  # B B B (a burst of 2 after a gap)
+        (2.000, 0, "dropped"),                          # A: a second episode
+        (2.500, 1, "marked"),                           # B, CE on arrival
+    ]
+    frame = pd.DataFrame(rows, columns=["t", "flow", "event"])
+    a, b = summarize(frame, episode_gap_s=0.1, burst_gap_s=0.002)
+    # Episodes: {1.001, 1.010} and {2.000}. A lost in both, B in the first.
+    assert (a.episodes, a.episodes_hit, a.drops, a.drops_per_hit) == (2, 2, 2, 1.0)
+    assert (b.episodes, b.episodes_hit, b.drops, b.drops_per_hit, b.marks) == (2, 1, 1, 1.0, 1)
+    # Runs of arrivals: A A | B B B | A | B -> A: 2, 1 (median 1.5); B: 3, 1 (median 2).
+    assert (a.median_run, b.median_run) == (1.5, 2.0)
+    # Bursts (< 2 ms apart): A: {1.000, 1.001}, {2.000} -> mean 1.5; B: {1.010, 1.011, 1.0115}, {2.5} -> 2.
+    assert (a.mean_burst, b.mean_burst) == (1.5, 2.0)
+    assert (a.packets, b.packets) == (3, 4) and a.drop_rate == pytest.approx(2 / 3)
+    # The gaps a scenario gets: its longest RTT, and a third of a full frame's time.
+    r = Scenario.from_dict({"name": "g", "duration": "10s", "bottleneck": {"rate": "100Mbit", "buffer": "100%bdp"},
+                            "flows": [{"cca": "reno", "rtt": "25ms"}, {"cca": "reno", "rtt": "40ms"}]}).resolve(seed=1)
+    g = gaps_for(r)
+    assert g["episode_gap_s"] == 0.04 and g["burst_gap_s"] == pytest.approx(1514 * 8 / 100e6 / 3)
+
+
+def test_compare_lays_both_queues_side_by_side(tmp_path, vm_ready):
+    import json
+
+    cp = fairlab("compare", _scenario(tmp_path, duration="4s"), "--reference", "vm", "--queue-trace", "--runs", "1",
+                 "--json", "--out", tmp_path / "c")
+    assert cp.returncode == 0, cp.stderr
+    doc = json.loads(cp.stdout)
+    for side in ("sim", "vm"):
+        q = pd.read_parquet(tmp_path / "c" / f"{side}.queue.parquet")
+        summary = {f["flow"]: f for f in doc["queue_trace"][side]}
+        assert set(summary) == {0, 1}
+        for flow, rows in q.groupby("flow"):
+            assert summary[flow]["drops"] == (rows["event"] == "dropped").sum()
+            assert summary[flow]["packets"] == len(rows)

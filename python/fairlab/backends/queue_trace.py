@@ -57,23 +57,6 @@ def from_engine(cols: dict[str, np.ndarray]) -> pd.DataFrame:
     })[COLUMNS]
 
 
-def per_flow(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per flow: packets that reached the bottleneck, drops (all kinds), CE marks, and
-    the share of its packets that were dropped."""
-    ev = frame["event"]
-
-    def count(rows: pd.Series) -> pd.Series:
-        return frame[rows].groupby("flow").size()
-
-    out = pd.DataFrame({
-        "packets": count(ev.isin(ARRIVALS)),
-        "drops": count(ev.isin(DROPS)),
-        "marks": count(ev.isin(("marked", "marked_leaving"))),
-    }).fillna(0).astype(np.int64)
-    out["drop_rate"] = out["drops"] / out["packets"].where(out["packets"] > 0)
-    return out
-
-
 def write(frame: pd.DataFrame, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     frame.to_parquet(path, index=False)

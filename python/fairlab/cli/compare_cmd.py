@@ -39,6 +39,7 @@ def compare(
     as_json: bool = typer.Option(False, "--json", help="print both sides' analyses and their summary as one JSON document"),
     reference: str = typer.Option("live", "--reference", help="the real kernel to hold the simulator against: live (this host's kernel, root) or vm (a stock kernel in QEMU)"),
     tcp_probe: bool = typer.Option(False, "--tcp-probe", help="with --reference vm and one run: also record every sender's state at each ACK on both sides (the kernel's tcp:tcp_probe, the simulator's own), plot the windows side by side (cwnd.png) and compare slow-start exit, first ssthresh, reductions and mean window per flow"),
+    queue_trace: bool = typer.Option(False, "--queue-trace", help="with --reference vm and one run: also record every packet at the bottleneck queue on both sides and compare, per flow, drops, the overflow episodes that hit it, and how its packets reach the queue (runs, bursts; docs/queue-trace.md)"),
 ) -> None:
     """Run a scenario on the simulator and on real Linux TCP and show per-flow
     throughput and Jain's index side by side."""
@@ -55,6 +56,11 @@ def compare(
 
         raise UsageError("--tcp-probe lays one run's per-ACK traces side by side: it needs --reference vm (the "
                          f"kernel's tcp:tcp_probe) and one run (--runs 1; this comparison has {n})")
+    if queue_trace and (reference != "vm" or n != 1):
+        from .common import UsageError
+
+        raise UsageError("--queue-trace lays one run's bottleneck traces side by side: it needs --reference vm and one "
+                         f"run (--runs 1; this comparison has {n})")
     seeds = [derive_seed(base, k) for k in range(n)]
     window = None if model.window is None else (model.window[0] / 1e9, model.window[1] / 1e9)
     out_dir = out or Path("out") / f"{slug(model.name)}-compare"
@@ -67,13 +73,16 @@ def compare(
             if not as_json:
                 err_console.print(f"running {backend}" + (f", run {k + 1} of {n} (seed {s})" if n > 1 else "") + " …")
             probe_path = out_dir / f"{backend}.tcp_probe.parquet" if tcp_probe else None
-            per_run.append(run_scenario(model, seed=s, backend=backend, run_index=k, tcp_probe_path=probe_path))
+            queue_path = out_dir / f"{backend}.queue.parquet" if queue_trace else None
+            per_run.append(run_scenario(model, seed=s, backend=backend, run_index=k, tcp_probe_path=probe_path,
+                                        queue_trace_path=queue_path))
         traces[backend] = concat(per_run)
         traces[backend].to_parquet(out_dir / f"{backend}.parquet")
         analyses[backend] = [analyze(traces[backend], window=window, run=k) for k in range(n)]
     summary = {b: _summary(analyses[b]) for b in BACKENDS}
     ref_meta = traces[reference].meta
     probes = _ack_traces(out_dir, BACKENDS, traces["sim"].labels, window) if tcp_probe else None
+    queues = _queue_traces(out_dir, BACKENDS, model.resolve(seed=seeds[0]), window) if queue_trace else None
     if as_json:
         doc: dict[str, Any] = {
             "scenario": str(scenario),
@@ -89,6 +98,8 @@ def compare(
         }
         if probes is not None:
             doc["tcp_probe"] = {b: [f.to_dict() for f in probes[b]] for b in BACKENDS}
+        if queues is not None:
+            doc["queue_trace"] = {b: [f.to_dict() for f in queues[b]] for b in BACKENDS}
         print(json.dumps(doc, indent=2, allow_nan=False, default=str))
         return
     _print_tables(model.name, analyses, summary, n, reference)
@@ -96,6 +107,10 @@ def compare(
         _print_ack_table(probes, traces["sim"].labels, reference)
         console.print(f"per-ACK traces in {out_dir}/sim.tcp_probe.parquet and {out_dir}/{reference}.tcp_probe.parquet; "
                       f"windows side by side in {out_dir}/cwnd.png")
+    if queues is not None:
+        _print_queue_table(queues, traces["sim"].labels, reference)
+        console.print(f"bottleneck traces in {out_dir}/sim.queue.parquet and {out_dir}/{reference}.queue.parquet "
+                      "(docs/queue-trace.md)")
     for w in ref_meta.get("warnings", []) or []:
         console.print(f"[yellow]{reference} warning:[/] {escape(str(w))}")
     if reference == "live":
@@ -199,3 +214,41 @@ def _print_ack_table(probes: dict[str, list], labels: dict[int, str], reference:
         )
     console.print(t)
 
+
+
+def _queue_traces(out_dir: Path, backends: tuple[str, ...], resolved: dict,
+                  window: tuple[float, float] | None) -> dict[str, list]:
+    """Read both sides' bottleneck traces and summarise each flow (`metrics.queue_trace`)."""
+    import pandas as pd
+
+    from ..metrics.queue_trace import gaps_for, summarize
+
+    gaps = gaps_for(resolved)
+    return {b: summarize(pd.read_parquet(out_dir / f"{b}.queue.parquet"), window=window, **gaps) for b in backends}
+
+
+def _print_queue_table(queues: dict[str, list], labels: dict[int, str], reference: str) -> None:
+    def num(x, fmt):
+        return "—" if x is None else format(x, fmt)
+
+    t = Table(title=f"the bottleneck queue: who lost what, and how each flow's packets arrived (sim / {reference})",
+              title_justify="left")
+    for c in ("flow", "packets", "drops", "drop rate", "overflow episodes hit", "drops per hit", "median run",
+              "mean burst"):
+        t.add_column(c, justify="left" if c == "flow" else "right")
+    ref = {f.flow: f for f in queues[reference]}
+    for fs in queues["sim"]:
+        fr = ref.get(fs.flow)
+        if fr is None:
+            continue
+        t.add_row(
+            escape(labels.get(fs.flow, str(fs.flow))),
+            f"{fs.packets:,} / {fr.packets:,}",
+            f"{fs.drops:,} / {fr.drops:,}",
+            f"{num(fs.drop_rate and 100 * fs.drop_rate, '.2f')} / {num(fr.drop_rate and 100 * fr.drop_rate, '.2f')} %",
+            f"{fs.episodes_hit} of {fs.episodes} / {fr.episodes_hit} of {fr.episodes}",
+            f"{num(fs.drops_per_hit, '.1f')} / {num(fr.drops_per_hit, '.1f')}",
+            f"{num(fs.median_run, '.0f')} / {num(fr.median_run, '.0f')}",
+            f"{num(fs.mean_burst, '.1f')} / {num(fr.mean_burst, '.1f')}",
+        )
+    console.print(t)

@@ -119,22 +119,26 @@ def _single(model: Scenario, seed: int, backend: str, out_dir: Path, as_json: bo
             what = f"the simulator's per-ACK trace ({trace.meta['tcp_probe']['events']} ACKs)"
         console.print(f"{what} written to [bold]{probe_path}[/]")
     if queue_path is not None:
-        _print_queue_summary(queue_path, trace.labels, backend)
+        _print_queue_summary(queue_path, trace.labels, backend, model, seed, window)
 
 
-def _print_queue_summary(path: Path, labels: dict, backend: str) -> None:
-    """Each flow's packets and drops at the bottleneck, from the queue trace just written."""
+def _print_queue_summary(path: Path, labels: dict, backend: str, model: Scenario, seed: int,
+                         window: tuple[float, float] | None) -> None:
+    """Each flow's packets, drops and overflow episodes at the bottleneck, from the
+    queue trace just written (`metrics.queue_trace`)."""
     import pandas as pd
 
-    from ..backends.queue_trace import per_flow
+    from ..metrics.queue_trace import gaps_for, summarize
 
-    table = per_flow(pd.read_parquet(path))
+    rows = summarize(pd.read_parquet(path), window=window, **gaps_for(model.resolve(seed=seed)))
     who = "the kernel's bottleneck queue" if backend == "vm" else "the simulated bottleneck queue"
-    console.print(f"every packet at {who} written to [bold]{path}[/] (docs/queue-trace.md):")
-    for row in table.itertuples():
-        rate = "" if pd.isna(row.drop_rate) else f" ({100 * row.drop_rate:.2f} %)"
-        marks = f", {row.marks:,} CE marks" if row.marks else ""
-        console.print(f"  {labels.get(row.Index, row.Index)}: {row.packets:,} packets, {row.drops:,} dropped{rate}{marks}")
+    over = "" if window is None else f" (over {window[0]:g}–{window[1]:g} s)"
+    console.print(f"every packet at {who} written to [bold]{path}[/] (docs/queue-trace.md){over}:")
+    for r in rows:
+        rate = "" if r.drop_rate is None else f" ({100 * r.drop_rate:.2f} %)"
+        marks = f", {r.marks:,} CE marks" if r.marks else ""
+        console.print(f"  {escape(str(labels.get(r.flow, r.flow)))}: {r.packets:,} packets, {r.drops:,} dropped{rate}"
+                      f"{marks}; lost packets in {r.episodes_hit} of {r.episodes} overflow episodes")
 
 
 def run_campaign_with_progress(campaign, out_dir: Path, *, workers: int | None, dask: str | None, as_json: bool = False):

@@ -5,7 +5,6 @@ pieces that read the kernel (its BTF, the kprobe's text) against hand-made input
 
 from __future__ import annotations
 
-import shutil
 import struct
 import sys
 import textwrap
@@ -205,15 +204,6 @@ def test_the_guest_can_trace_only_queues_that_decide_on_arrival():
 
 
 # ---- the kernel itself
-
-
-@pytest.fixture(scope="module")
-def vm_ready():
-    if shutil.which("qemu-system-x86_64") is None:
-        pytest.fail("QEMU is not installed; `make test` installs it (apt-get install qemu-system-x86)")
-    from fairlab.backends.vm.image import find
-
-    return find()
 
 
 def test_the_kernels_queue_trace_matches_its_qdisc_counters_and_iperf3(tmp_path, vm_ready):

@@ -11,7 +11,6 @@ also when SIGTERM arrives mid-run.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -142,15 +141,6 @@ def _scenario(tmp_path: Path, *, cca: str = "reno", qdisc: str = "droptail", dur
     p = tmp_path / "s.toml"
     p.write_text(SCEN.format(cca=cca, qdisc=qdisc, duration=duration))
     return p
-
-
-@pytest.fixture(scope="module")
-def vm_ready():
-    if shutil.which("qemu-system-x86_64") is None:
-        pytest.fail("QEMU is not installed; `make test` installs it (apt-get install qemu-system-x86)")
-    from fairlab.backends.vm.image import find
-
-    return find()
 
 
 def test_cli_refuses_what_linux_lacks_in_one_sentence(tmp_path, vm_ready):

@@ -180,8 +180,11 @@ def test_kprobe_events_become_rows_of_the_data_connections():
     text += _enq(11.01, 40002, 5201, isn + 1 + 2 * 1448, 1514, 0, 0)  # a retransmission of segment 2
     text += _enq(11.5, 50000, 5202, 999, 1514, 3000, 0)
     text += _enq(11.6, 33333, 5999, 1, 1514, 0, 0)  # not one of the run's flows
-    frame = vm_queue_trace.parse(text, t0_ns=t0, ports={5201: 0, 5202: 1}, mss={0: 1448, 1: 1448})
-    assert list(frame["flow"]) == [0] * 7 + [1]
+    text += _enq(11.7, 40002, 5201, isn + 1 + 6 * 1448, 1514, 0, 0).replace(
+        "(bfifo_enqueue+0x0/0x90)", "(red_enqueue+0x0/0x3b0 [sch_red])")  # a qdisc built as a module
+    frame, left_out = vm_queue_trace.parse(text, t0_ns=t0, ports={5201: 0, 5202: 1}, mss={0: 1448, 1: 1448})
+    assert left_out == vm_queue_trace.LeftOut(packets=2, drops=0)  # the control connection's packet, port 5999
+    assert list(frame["flow"]) == [0] * 7 + [1] + [0]
     assert frame["t"].iloc[0] == pytest.approx(1.0)
     assert list(frame["seq"].iloc[:7]) == [0, 1, 2, 3, 4, 5, 2]
     assert list(frame["event"].astype(str).iloc[:7]) == ["queued"] * 5 + ["dropped", "queued"]
@@ -198,15 +201,20 @@ def test_a_malformed_queue_trace_is_an_error_naming_the_line():
 
 
 def test_the_guest_can_trace_only_queues_that_decide_on_arrival():
-    assert vm_queue_trace.refusal("bfifo") is None and vm_queue_trace.refusal("pfifo") is None
+    for q in ("bfifo", "pfifo", "red", "pie"):
+        assert vm_queue_trace.refusal(q) is None
     why = vm_queue_trace.refusal("codel")
     assert "codel" in why and "--backend sim" in why
+    assert vm_queue_trace.refusal("bfifo", ecn=True) is None  # a fifo never marks
+    why = vm_queue_trace.refusal("red", ecn=True)
+    assert "CE marks red sets" in why and "--backend sim" in why
 
 
 # ---- the kernel itself
 
 
-def test_the_kernels_queue_trace_matches_its_qdisc_counters_and_iperf3(tmp_path, vm_ready):
+@pytest.mark.parametrize("qdisc", ["droptail", "red"])
+def test_the_kernels_queue_trace_matches_its_qdisc_counters_and_iperf3(tmp_path, vm_ready, qdisc):
     # Three independent accounts of the same bottleneck: the kprobe's rows, the
     # kernel's own qdisc counters (sampled every interval) and each sender's
     # retransmissions as iperf3 reports them (every loss here is a queue drop).
@@ -214,22 +222,30 @@ def test_the_kernels_queue_trace_matches_its_qdisc_counters_and_iperf3(tmp_path,
     from fairlab.backends.vm.runner import run_vm
     from fairlab.scenario import load_scenario
 
-    sc = load_scenario(_scenario(tmp_path, duration="6s"))
+    sc = load_scenario(_scenario(tmp_path, duration="6s", qdisc=qdisc, buffer="20%bdp" if qdisc == "droptail" else "100%bdp"))
     dest = tmp_path / "q.parquet"
     tr = run_vm(sc, seed=2, image=vm_ready, queue_trace_path=dest)
     q = pd.read_parquet(dest)
-    assert tr.meta["vm"]["queue_trace"] == {"file": "q.parquet", "events": len(q), "lost_events": 0}
+    meta = tr.meta["vm"]["queue_trace"]
+    assert (meta["file"], meta["events"], meta["lost_events"]) == ("q.parquet", len(q), 0)
     # The offsets read from the kernel's BTF find the right fields: ports that are
-    # the flows', full frames of 1,514 B, and the fifo's byte rule on every row.
+    # the flows', full frames of 1,514 B, and (DropTail) the fifo's byte rule on every row.
     assert set(q["flow"]) == {0, 1} and (q["bytes"] == 1514).mean() > 0.95
     child, args = qdisc_args(sc.resolve(seed=2))
-    assert child == "bfifo"
-    limit = int(args[args.index("limit") + 1])
-    fits = q["backlog_bytes"] + q["bytes"] <= limit
-    assert ((q["event"] == "queued") == fits).all()
+    assert child == {"droptail": "bfifo", "red": "red"}[qdisc]
+    if qdisc == "droptail":
+        limit = int(args[args.index("limit") + 1])
+        fits = q["backlog_bytes"] + q["bytes"] <= limit
+        assert ((q["event"] == "queued") == fits).all()
+    else:
+        # RED drops early: below its byte limit, with a backlog between its thresholds.
+        dropped = q[q["event"] == "dropped"]
+        assert (dropped["backlog_bytes"] + dropped["bytes"] <= int(args[args.index("limit") + 1])).any()
     drops = q[q["event"] == "dropped"].groupby("flow").size().reindex([0, 1], fill_value=0)
     assert drops.sum() > 0
-    assert drops.sum() == tr.bottleneck["drops"].sum()
+    # The qdisc counts every drop; the trace the data connections' and, apart, the rest
+    # (iperf3's control connections: RED may drop those too).
+    assert drops.sum() + meta["left_out"]["drops"] == tr.bottleneck["drops"].sum()
     retrans = tr.samples.groupby("flow")["retransmits"].sum().reindex([0, 1], fill_value=0)
     assert list(drops) == list(retrans.astype(int))
 
@@ -249,6 +265,11 @@ def test_the_guest_script_is_unchanged_unless_the_queue_is_traced(vm_ready):
     codel = {**doc, "bottleneck": {**doc["bottleneck"], "qdisc": "codel"}}
     with pytest.raises(VmPlanError, match="codel drops or marks packets where a probe on its enqueue cannot see it"):
         build(Scenario.from_dict(codel), vm_ready, seed=1, queue_trace=layout)
+    red = {**doc, "bottleneck": {**doc["bottleneck"], "qdisc": "red"}}
+    assert "p:fairlab/enq red_enqueue " in build(Scenario.from_dict(red), vm_ready, seed=1, queue_trace=layout).script
+    red_ecn = {**red, "flows": [{"cca": "reno", "rtt": "20ms", "ecn": True}]}
+    with pytest.raises(VmPlanError, match="cannot see the CE marks red sets"):
+        build(Scenario.from_dict(red_ecn), vm_ready, seed=1, queue_trace=layout)
 
 
 # ---- the per-flow summary (metrics.queue_trace), by hand

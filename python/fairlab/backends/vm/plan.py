@@ -265,7 +265,7 @@ def build(scenario: Scenario, image: Image, *, seed: int, where: str = "", tcp_p
             raise VmPlanError(f"{pre}{exc}") from None
     queue = None
     if queue_trace is not None:
-        why = queue_trace_guest.refusal(child)
+        why = queue_trace_guest.refusal(child, ecn=any(f["ecn"] for f in flows))
         if why is None and any(gf.tool != "iperf3" for gf in gflows):
             why = "the vm backend's queue trace reads TCP headers; this scenario has DCCP flows (trace it with --backend sim)"
         if why is not None:

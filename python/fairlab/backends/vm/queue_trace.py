@@ -6,15 +6,18 @@ gzip-compressed after the flows, and are read here into the columns of
 `backends/queue_trace.py`.
 
 Only queues that decide at enqueue, on the arriving packet alone, can be traced
-this way: the DropTail fifos. CoDel and fq_codel drop at dequeue, CHOKe drops a
-queued victim, RED and PIE mark in place — none of which an enqueue's return value
-shows — so those are refused with a sentence (the simulator traces them all).
+this way: the DropTail fifos, and RED and PIE while no flow is ECN-capable (their
+early drops are enqueue decisions; a CE mark is set in place, which the return value
+does not show). CoDel and fq_codel drop at dequeue and CHOKe drops a queued victim,
+so those are refused with a sentence, as are ECN flows through RED or PIE (the
+simulator traces them all).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -23,7 +26,9 @@ from ..queue_trace import COLUMNS, event_column
 from .btf import QueueTraceLayout
 
 #: The kernel qdisc's enqueue function, for the queues the trace can follow.
-ENQUEUE_FUNCTION = {"bfifo": "bfifo_enqueue", "pfifo": "pfifo_enqueue"}
+ENQUEUE_FUNCTION = {"bfifo": "bfifo_enqueue", "pfifo": "pfifo_enqueue", "red": "red_enqueue", "pie": "pie_qdisc_enqueue"}
+#: Of those, the ones that would mark an ECN-capable packet in place.
+_MARK_IN_PLACE = {"red", "pie"}
 INSTANCE = "/sys/kernel/tracing/instances/fairlab_queue"
 _KPROBES = "/sys/kernel/tracing/kprobe_events"
 #: Ring-buffer bytes per packet: an entry and a return event (34 B each measured on
@@ -32,7 +37,9 @@ BYTES_PER_PACKET = 96
 #: Frame headers the kprobe skips to reach the TCP header: Ethernet (14), IPv4 without options (20).
 _TCP_AT = 14 + 20
 
-_ENTRY = re.compile(r"\s(\d+\.\d+): enq: \S+ sport=(\d+) dport=(\d+) seq=(\d+) len=(\d+) backlog=(\d+)")
+# The probe's location reads "(bfifo_enqueue+0x0/0x90)", or with the module for a
+# qdisc built as one: "(red_enqueue+0x0/0x3b0 [sch_red])".
+_ENTRY = re.compile(r"\s(\d+\.\d+): enq: \([^)]*\) sport=(\d+) dport=(\d+) seq=(\d+) len=(\d+) backlog=(\d+)")
 _RETURN = re.compile(r"\s(\d+\.\d+): enq_ret: .* ret=(0x[0-9a-f]+|-?\d+)")
 
 
@@ -40,13 +47,17 @@ class QueueTraceError(ValueError):
     """The guest's queue trace could not be read, or cannot be taken for this scenario."""
 
 
-def refusal(kernel_qdisc: str) -> str | None:
-    """Why the vm backend cannot trace a bottleneck of ``kernel_qdisc`` (None: it can)."""
-    if kernel_qdisc in ENQUEUE_FUNCTION:
-        return None
-    return (f"the vm backend's queue trace follows queues that decide as a packet arrives (droptail: bfifo/pfifo); "
-            f"{kernel_qdisc} drops or marks packets where a probe on its enqueue cannot see it; trace it with "
-            "--backend sim")
+def refusal(kernel_qdisc: str, *, ecn: bool = False) -> str | None:
+    """Why the vm backend cannot trace a bottleneck of ``kernel_qdisc`` (None: it can);
+    ``ecn``: some flow is ECN-capable."""
+    if kernel_qdisc not in ENQUEUE_FUNCTION:
+        return (f"the vm backend's queue trace follows queues that decide as a packet arrives (droptail, and red or "
+                f"pie without ECN); {kernel_qdisc} drops or marks packets where a probe on its enqueue cannot see it; "
+                "trace it with --backend sim")
+    if ecn and kernel_qdisc in _MARK_IN_PLACE:
+        return (f"the vm backend's queue trace cannot see the CE marks {kernel_qdisc} sets on ECN-capable packets (it "
+                "marks them in place); trace ECN flows with --backend sim, or run the flows without ECN")
+    return None
 
 
 def buffer_kb(packets: int) -> int:
@@ -89,11 +100,22 @@ def _swap16(x: np.ndarray) -> np.ndarray:
     return ((x & 0xFF) << 8) | (x >> 8)
 
 
-def parse(text: str, *, t0_ns: int, ports: dict[int, int], mss: dict[int, int]) -> pd.DataFrame:
-    """The guest's queue trace as the trace's frame. ``ports`` maps each TCP flow's
-    server port to its flow index, ``mss`` each flow index to its MSS. Only the data
-    connection of each port is kept (the one with the most packets; iperf3's control
-    connection shares the port). Raises QueueTraceError on a malformed trace."""
+@dataclass(frozen=True)
+class LeftOut:
+    """What reached the bottleneck besides the flows' data connections (iperf3's
+    control connections, which share the servers' ports, and anything else the
+    guest sent through it): counted, not traced."""
+
+    packets: int
+    drops: int
+
+
+def parse(text: str, *, t0_ns: int, ports: dict[int, int], mss: dict[int, int]) -> tuple[pd.DataFrame, LeftOut]:
+    """The guest's queue trace as the trace's frame, and what it left out. ``ports``
+    maps each TCP flow's server port to its flow index, ``mss`` each flow index to its
+    MSS. Only the data connection of each port is kept (the one with the most
+    packets; iperf3's control connection shares the port). Raises QueueTraceError on
+    a malformed trace."""
     rows: list[tuple[float, int, int, int, int, int]] = []
     rets: list[int] = []
     pending = False
@@ -124,12 +146,12 @@ def parse(text: str, *, t0_ns: int, ports: dict[int, int], mss: dict[int, int]) 
     raw["sport"] = _swap16(raw["sport"].to_numpy(np.int64))
     raw["dport"] = _swap16(raw["dport"].to_numpy(np.int64))
     raw["seq"] = np.frombuffer(raw["seq"].to_numpy(np.int64).astype("<u4").tobytes(), dtype=">u4").astype(np.int64)
+    everything = raw
     raw = raw[raw["dport"].isin(list(ports))]
-    if raw.empty:
-        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in
-                             zip(COLUMNS, ["float64", "int64", "int64", "int64", "int64", "category"])})
     data = raw.groupby(["dport", "sport"]).size().reset_index(name="n").sort_values("n").groupby("dport").tail(1)
     raw = raw.merge(data[["dport", "sport"]], on=["dport", "sport"], how="inner", sort=False).sort_values("t", kind="stable")
+    left_out = LeftOut(packets=len(everything) - len(raw),
+                       drops=int((everything["ret"] != 0).sum() - (raw["ret"] != 0).sum()))
     frame = pd.DataFrame({
         "t": (raw["t"].to_numpy() - t0_ns / 1e9),
         "flow": raw["dport"].map(ports).to_numpy(np.int64),
@@ -140,7 +162,7 @@ def parse(text: str, *, t0_ns: int, ports: dict[int, int], mss: dict[int, int]) 
         # NET_XMIT_DROP when a fifo refuses it.
         "event": event_column(np.where(raw["ret"].to_numpy() == 0, 0, 1)),
     })
-    return frame[COLUMNS].reset_index(drop=True)
+    return frame[COLUMNS].reset_index(drop=True), left_out
 
 
 def _segment_index(raw: pd.DataFrame, ports: dict[int, int], mss: dict[int, int]) -> np.ndarray:

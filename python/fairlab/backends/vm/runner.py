@@ -195,7 +195,7 @@ def _write_queue_trace(res: Path, scenario: Scenario, gplan: vm_plan.GuestPlan, 
         raise VmError(f"the guest's queue trace (queue.txt.gz) is not a whole gzip file: {exc}") from None
     flows = scenario.resolve(seed=seed)["flows"]
     try:
-        frame = queue_trace.parse(text, t0_ns=_int_file(res / "t0") or 0,
+        frame, left_out = queue_trace.parse(text, t0_ns=_int_file(res / "t0") or 0,
                                   ports={gf.port: gf.index for gf in gplan.flows},
                                   mss={gf.index: int(flows[gf.index]["mss"]) for gf in gplan.flows})
     except queue_trace.QueueTraceError as exc:
@@ -204,7 +204,8 @@ def _write_queue_trace(res: Path, scenario: Scenario, gplan: vm_plan.GuestPlan, 
     if lost:
         raise VmError(f"the guest's queue trace lost {lost} events (its buffer was too small); nothing was written")
     common_queue_trace.write(frame, dest)
-    return {"file": dest.name, "events": int(len(frame)), "lost_events": lost}
+    return {"file": dest.name, "events": int(len(frame)), "lost_events": lost,
+            "left_out": {"packets": left_out.packets, "drops": left_out.drops}}
 
 
 def _write_tcp_probe(res: Path, gplan: vm_plan.GuestPlan, dest: Path) -> dict[str, object]:

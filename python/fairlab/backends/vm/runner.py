@@ -86,7 +86,8 @@ def run_vm(
     `tcp:tcp_probe` tracepoint) and writes it to that Parquet file
     (`tcp_probe.COLUMNS`); the run's meta says how many events it holds.
     ``queue_trace_path`` also records every packet's fate at the bottleneck queue (a
-    kprobe on the kernel qdisc's enqueue; DropTail only) and writes it there
+    kprobe on the kernel qdisc's enqueue: DropTail, and RED and PIE without ECN) and
+    writes it there
     (`backends/queue_trace.COLUMNS`).
     """
     say = progress or (lambda s: None)

@@ -32,17 +32,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..metrics.queue_trace import ARRIVALS, DROPS, EVENTS  # noqa: F401 (the trace's vocabulary)
+
 COLUMNS = ["t", "flow", "seq", "bytes", "backlog_bytes", "event"]
-#: `event` values, in the order of the engine's `QueueEvent` codes.
-EVENTS = ["queued", "dropped", "marked", "dropped_from_queue", "lost", "marked_leaving"]
-#: The events that are a packet's arrival (one per packet).
-ARRIVALS = ("queued", "dropped", "marked", "lost")
-#: The events that took a packet out of the network.
-DROPS = ("dropped", "dropped_from_queue", "lost")
 
 
 def event_column(codes: np.ndarray) -> pd.Categorical:
-    return pd.Categorical.from_codes(np.asarray(codes).astype(np.int8), categories=EVENTS)
+    return pd.Categorical.from_codes(np.asarray(codes).astype(np.int8), categories=list(EVENTS))
 
 
 def from_engine(cols: dict[str, np.ndarray]) -> pd.DataFrame:

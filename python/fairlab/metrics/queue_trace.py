@@ -18,15 +18,19 @@ interleave and how bursty each flow is.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
-
-from ..backends.queue_trace import ARRIVALS, DROPS
 
 REQUIRED = ("t", "flow", "event")
+#: The trace's `event` values, in the order of the engine's `QueueEvent` codes.
+EVENTS = ("queued", "dropped", "marked", "dropped_from_queue", "lost", "marked_leaving")
+#: The events that are a packet's arrival (one per packet).
+ARRIVALS = ("queued", "dropped", "marked", "lost")
+#: The events that took a packet out of the network.
+DROPS = ("dropped", "dropped_from_queue", "lost")
 
 
 class QueueTraceError(ValueError):
@@ -69,18 +73,21 @@ def gaps_for(resolved: dict) -> dict[str, float]:
             "burst_gap_s": frame_bits / resolved["bottleneck"]["rate_bps"] / 3}
 
 
-def summarize(frame: pd.DataFrame, *, episode_gap_s: float, burst_gap_s: float,
+def summarize(columns: Mapping[str, Any], *, episode_gap_s: float, burst_gap_s: float,
               window: tuple[float, float] | None = None) -> list[FlowQueueSummary]:
-    """One summary per flow of ``frame``, over ``window`` (s) when given (`gaps_for`
-    gives the gaps a scenario's summary should use)."""
-    missing = [c for c in REQUIRED if c not in frame.columns]
+    """One summary per flow of a queue trace, in flow order, over ``window`` (s) when
+    given. ``columns`` maps each column name to its values (a pandas DataFrame does,
+    or a dict of arrays); `gaps_for` gives the gaps a scenario's summary should use."""
+    missing = [c for c in REQUIRED if c not in columns]
     if missing:
-        raise QueueTraceError(f"not a queue trace: column(s) {', '.join(missing)} missing")
+        raise QueueTraceError(f"not a queue trace: column(s) {', '.join(missing)} missing; a trace has "
+                              f"{', '.join(REQUIRED)}")
+    t = np.asarray(columns["t"], dtype=float)
+    flows = np.asarray(columns["flow"])
+    ev = np.asarray(columns["event"]).astype(str)
     if window is not None:
-        frame = frame[(frame["t"] >= window[0]) & (frame["t"] < window[1])]
-    ev = frame["event"].astype(str).to_numpy()
-    flows = frame["flow"].to_numpy()
-    t = frame["t"].to_numpy(float)
+        keep = (t >= window[0]) & (t < window[1])
+        t, flows, ev = t[keep], flows[keep], ev[keep]
 
     dropped = np.isin(ev, DROPS)
     dt, df = t[dropped], flows[dropped]

@@ -23,7 +23,7 @@ from fairlab.validation import grid
 
 #: Cells of the committed kernel data on which the simulator agreed (±5 points of
 #: share, ±0.03 of J of means) when the data was last refreshed (docs/validation/vm.md).
-MIN_AGREEING = 97  # 2026-11-29: 97 of the 124 shipped cells, 30 simulator seeds each (docs/validation/vm.md)
+MIN_AGREEING = 103  # 2026-11-29: 103 of the 137 shipped cells, 30 simulator seeds each (docs/validation/vm.md)
 
 
 def _sim_run(task) -> pd.DataFrame:
@@ -43,8 +43,11 @@ def _sim_rows(vm: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_the_simulator_keeps_its_agreement_with_the_kernel():
-    vm = pd.read_csv(committed_vm_results())
-    assert set(vm["backend"]) == {"vm"} and vm["kernel"].notna().all()
+    shipped = pd.read_csv(committed_vm_results())
+    assert set(shipped["backend"]) == {"vm"} and shipped["kernel"].notna().all()
+    # Each cell as `fairlab validate` reads it: the newest vm format with three seeds
+    # (a cell re-run in a newer format keeps its older rows in the file).
+    vm = grid.newest_complete_format(shipped)
     table = grid.compare(_sim_rows(vm), vm)
     assert len(table) == vm["cell"].nunique()
     assert int(table["agree"].sum()) >= MIN_AGREEING, grid.markdown(table)

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from cli_helpers import fairlab
-from fairlab.backends.queue_trace import ARRIVALS, EVENTS
+from fairlab.metrics.queue_trace import ARRIVALS, EVENTS
 from fairlab.backends.vm import btf, queue_trace as vm_queue_trace
 from fairlab.scenario import Scenario
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..metrics.queue_trace import ARRIVALS, DROPS, EVENTS  # noqa: F401 (the trace's vocabulary)
+from ..metrics.queue_trace import EVENTS
 
 COLUMNS = ["t", "flow", "seq", "bytes", "backlog_bytes", "event"]
 

@@ -180,9 +180,13 @@ def _ack_traces(out_dir: Path, backends: tuple[str, ...], labels: dict[int, str]
     return {b: summarize(frames[b], window=window) for b in backends}
 
 
+def _num(x, fmt: str, scale: float = 1.0) -> str:
+    """``x × scale`` formatted, or a dash where a side has no value."""
+    return "—" if x is None else format(x * scale, fmt)
+
+
 def _print_ack_table(probes: dict[str, list], labels: dict[int, str], reference: str) -> None:
-    def num(x, fmt):
-        return "—" if x is None else format(x, fmt)
+    num = _num
 
     def pct(x):
         return "—" if x is None else f"{100 * x:.0f} %"
@@ -228,9 +232,7 @@ def _queue_traces(out_dir: Path, backends: tuple[str, ...], resolved: dict,
 
 
 def _print_queue_table(queues: dict[str, list], labels: dict[int, str], reference: str) -> None:
-    def num(x, fmt):
-        return "—" if x is None else format(x, fmt)
-
+    num = _num
     t = Table(title=f"the bottleneck queue: who lost what, and how each flow's packets arrived (sim / {reference})",
               title_justify="left")
     for c in ("flow", "packets", "drops", "drop rate", "overflow episodes hit", "drops per hit", "median run",
@@ -245,7 +247,7 @@ def _print_queue_table(queues: dict[str, list], labels: dict[int, str], referenc
             escape(labels.get(fs.flow, str(fs.flow))),
             f"{fs.packets:,} / {fr.packets:,}",
             f"{fs.drops:,} / {fr.drops:,}",
-            f"{num(fs.drop_rate and 100 * fs.drop_rate, '.2f')} / {num(fr.drop_rate and 100 * fr.drop_rate, '.2f')} %",
+            f"{num(fs.drop_rate, '.2f', 100)} / {num(fr.drop_rate, '.2f', 100)} %",
             f"{fs.episodes_hit} of {fs.episodes} / {fr.episodes_hit} of {fr.episodes}",
             f"{num(fs.drops_per_hit, '.1f')} / {num(fr.drops_per_hit, '.1f')}",
             f"{num(fs.median_run, '.0f')} / {num(fr.median_run, '.0f')}",

@@ -181,8 +181,3 @@ def _segment_index(raw: pd.DataFrame, ports: dict[int, int], mss: dict[int, int]
         out[idx] = (unwrapped - unwrapped.min()) // mss[flow]
     return out
 
-
-def lost_events(stats_text: str | None) -> int:
-    from .tcp_probe import lost_events as ring_lost
-
-    return ring_lost(stats_text)

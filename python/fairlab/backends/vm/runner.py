@@ -201,7 +201,7 @@ def _write_queue_trace(res: Path, scenario: Scenario, gplan: vm_plan.GuestPlan, 
                                   mss={gf.index: int(flows[gf.index]["mss"]) for gf in gplan.flows})
     except queue_trace.QueueTraceError as exc:
         raise VmError(str(exc)) from None
-    lost = queue_trace.lost_events(_read(res / "queue-stats.txt"))
+    lost = tcp_probe.lost_events(_read(res / "queue-stats.txt"))  # the same ring-buffer stats file
     if lost:
         raise VmError(f"the guest's queue trace lost {lost} events (its buffer was too small); nothing was written")
     common_queue_trace.write(frame, dest)

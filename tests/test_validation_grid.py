@@ -156,6 +156,8 @@ def test_effective_format_follows_what_each_format_changed():
     assert effective_format(2, "red") == 2 and effective_format(1, "red") == 1
     # Format 4 changed how the trace leaves the guest, not what a run measures.
     assert effective_format(4, "droptail") == 2 and effective_format(4, "red") == 3
+    # Format 5 (the input backlog sized) may have changed any run: nothing pools with it.
+    assert effective_format(5, "droptail") == effective_format(5, "red") == 5
     assert effective_format(VM_FORMAT_VERSION, "droptail") <= VM_FORMAT_VERSION
 
 
@@ -197,7 +199,7 @@ def test_recording_more_seeds_keeps_the_seeds_a_cell_had(tmp_path):
 
 def test_recorded_kernel_runs_are_not_run_again(tmp_path):
     """With `--record`, a kernel run the file already holds (same cell and seed, a vm
-    format that measured the same thing) is left out of the campaign; a RED run of an
+    format that measured the same thing) is left out of the campaign; a run of an
     older format is not the same measurement and runs again."""
     from fairlab.backends.vm.plan import VM_FORMAT_VERSION
     from fairlab.cli.validate_cmd import _without_recorded_runs
@@ -206,11 +208,15 @@ def test_recorded_kernel_runs_are_not_run_again(tmp_path):
     (doc,) = grid.campaign_docs([tail, red], runs=4)
     camp = expand(doc, source="test", backend="vm")
     seeds = list(dict.fromkeys(t.seed for t in camp.tasks))  # run order
-    recorded = pd.concat([_format_rows(tail.id, 2, seeds[:3], 25), _format_rows(red.id, 2, seeds[:3], 16),
+    recorded = pd.concat([_format_rows(tail.id, VM_FORMAT_VERSION, seeds[:3], 25),
+                          _format_rows(red.id, 2, seeds[:3], 16),
                           _format_rows(red.id, VM_FORMAT_VERSION, seeds[:1], 25)], ignore_index=True)
     left = _without_recorded_runs(camp, recorded)
     todo = sorted((grid.cell_of(t.point).id, seeds.index(t.seed)) for t in left.tasks)
     assert todo == sorted([(tail.id, 3), (red.id, 1), (red.id, 2), (red.id, 3)])
+    # A format-4 DropTail run predates the sized input backlog (format 5): it runs again.
+    old_tail = _format_rows(tail.id, 4, seeds[:3], 25)
+    assert len(_without_recorded_runs(camp, old_tail).tasks) == len(camp.tasks)
     assert _without_recorded_runs(camp, recorded.iloc[0:0]).tasks == camp.tasks
     # Runs of another kernel release are not this kernel's: all of them run.
     recorded["kernel"] = "6.1.0-56-amd64"

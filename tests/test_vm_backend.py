@@ -216,6 +216,8 @@ def test_a_run_is_byte_identical_when_repeated_and_obeys_the_rate(tmp_path, vm_r
         total += counted
     assert total >= a.meta["vm"]["bottleneck_totals"]["drops"]
     assert counters["receiver"]["Tcp.InSegs"] > counters["receiver"]["Tcp.OutSegs"] > 0  # it received, ACKed
+    # Nothing was lost outside the bottleneck queue (format 5's input backlog).
+    assert a.meta["vm"]["off_path_drops"] == {"input_backlog": 0, "links": {}}
     assert list(scratch.iterdir()) == []  # each run removed its temporary directory
 
 
@@ -437,6 +439,64 @@ def test_tcp_counters_are_read_from_snmp_and_netstat_by_hand():
     assert tcp_counters(text) == {"Tcp.ActiveOpens": 2, "Tcp.InSegs": 41234, "Tcp.OutSegs": 80000,
                                   "Tcp.RetransSegs": 153, "TcpExt.TCPTimeouts": 2, "TcpExt.TCPLossProbes": 17}
     assert tcp_counters(None) == {} and tcp_counters("Tcp: garbled") == {}
+
+
+# --------------------------------------------------------------- losses off the path
+def test_the_input_backlog_holds_everything_the_flows_can_have_in_flight():
+    from fairlab.backends.vm.plan import input_backlog
+
+    # Two flows at 200 ms, 1 BDP: each can have its BDP plus the whole buffer in
+    # flight, 100 Mbit/s x 200 ms = 2.5 MB = 1,651 frames of 1,514 B, plus 1,651
+    # queued: 3,302 each, 6,604 for both, where the kernel's default backlog is
+    # 1,000. The guest's limit must exceed that; it is each flow's netem limit (twice
+    # the flow's in-flight maximum at the 1-Gbit/s access rate, at least 10,000) summed.
+    resolved = Scenario.from_dict({
+        "name": "w", "duration": "10s", "bottleneck": {"rate": "100Mbit", "buffer": "100%bdp"},
+        "flows": [{"cca": "scalable", "rtt": "200ms"}, {"cca": "cubic", "rtt": "200ms"}],
+    }).resolve()
+    assert input_backlog(resolved) >= 2 * 3302
+    # 1 Gbit/s x 200 ms = 16,666.7 packets of 1,500 B on the access link, the 2.5-MB
+    # buffer 1,667 (rounded up): twice that is 36,667 per flow.
+    assert input_backlog(resolved) == 2 * 36_667
+
+
+def test_losses_outside_the_bottleneck_are_read_by_hand():
+    from fairlab.backends.live.netns import link_tx_drops
+    from fairlab.backends.vm.runner import off_path_drops, softnet_dropped
+
+    # /proc/net/softnet_stat: one line per CPU, hex; the second column is what the
+    # input backlog refused (0xc53 = 3,155 and 0x10 = 16).
+    start = "00000010 00000000 00000000 00000000\n00000020 00000000 00000001 00000000\n"
+    end = "001583ae 00000c53 00000000 00000000\n00000040 00000010 00000001 00000000\n"
+    assert softnet_dropped(start) == 0 and softnet_dropped(end) == 3155 + 16
+    assert softnet_dropped("garbled") is None and softnet_dropped(None) is None
+    # `ip -j -s link`: a veth counts its peer's refusals as its own tx drops.
+    links = ('[{"ifname": "lo", "stats64": {"rx": {"dropped": 0}, "tx": {"dropped": 0}}},'
+             ' {"ifname": "e0", "stats64": {"rx": {"dropped": 2}, "tx": {"dropped": 3148}}}]')
+    assert link_tx_drops(links) == {"e0": 3148}
+    assert link_tx_drops("Cannot open network namespace") == {} and link_tx_drops(None) == {}
+    assert off_path_drops(start, end, {"s0": links, "r": None}) == {"input_backlog": 3171, "links": {"s0/e0": 3148}}
+    assert off_path_drops(None, end, {}) == {"input_backlog": None, "links": {}}
+
+
+def test_a_backlog_too_small_for_a_burst_is_counted_and_said(tmp_path, vm_ready, monkeypatch):
+    # The guest before format 5 had the kernel's default 1,000-packet input backlog,
+    # which a large window's burst overflowed. Shrunk to 2 packets here (an initial
+    # window of 10 overflows it), the run must count every packet the backlog refused,
+    # say so, and its senders must have retransmitted what the queue and the backlog
+    # dropped between them.
+    from fairlab.backends.vm import plan
+    from fairlab.backends.vm.runner import run_vm
+    from fairlab.scenario import load_scenario
+
+    monkeypatch.setattr(plan, "input_backlog", lambda resolved: 2)
+    tr = run_vm(load_scenario(_scenario(tmp_path)), seed=1, image=vm_ready)
+    off = tr.meta["vm"]["off_path_drops"]
+    data_refused = sum(n for link, n in off["links"].items() if link.endswith("/e0"))
+    assert data_refused > 0 and off["input_backlog"] >= data_refused
+    assert any("dropped by the guest's input backlog" in n for n in tr.meta["notes"])
+    retrans = sum(c.get("Tcp.RetransSegs", 0) for c in tr.meta["vm"]["tcp_counters"]["senders"].values())
+    assert retrans >= tr.meta["vm"]["bottleneck_totals"]["drops"] + data_refused
 
 
 def test_a_killed_runs_directory_is_removed_by_the_next_run(tmp_path, monkeypatch):

@@ -29,6 +29,7 @@ Read this first. One run owns (DESIGN.md, "Live runs own what they create"):
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import re
 import secrets
@@ -274,3 +275,32 @@ def remove_namespace(name: str) -> None:
         netns.remove(name)
     except FileNotFoundError:
         pass
+
+
+def link_tx_drops(text: str | None) -> dict[str, int]:
+    """Per interface of one namespace (``ip -j -s link show``), the packets it handed on
+    that were dropped; a veth counts its peer's refusals (a full input backlog,
+    `net.core.netdev_max_backlog`) as its own tx drops. Only interfaces with drops."""
+    try:
+        links = json.loads(text or "")
+    except ValueError:
+        return {}
+    out = {}
+    for link in links if isinstance(links, list) else []:
+        dropped = int(((link.get("stats64") or {}).get("tx") or {}).get("dropped", 0))
+        if dropped:
+            out[str(link.get("ifname"))] = dropped
+    return out
+
+
+def off_path_link_drops(topo: Dumbbell) -> dict[str, int] | None:
+    """Every veth of the run that dropped packets it handed on, as "namespace/ifname"
+    → count: losses outside the emulated bottleneck. None if a namespace's counters
+    could not be read."""
+    out: dict[str, int] = {}
+    for ns in topo.namespaces:
+        r = subprocess.run(["ip", "-n", ns, "-j", "-s", "link", "show"], capture_output=True, text=True, check=False)
+        if r.returncode != 0:
+            return None
+        out.update({f"{ns}/{dev}": n for dev, n in link_tx_drops(r.stdout).items()})
+    return out

@@ -152,6 +152,11 @@ fl_collect_final() {
   fl_ns s0 /bin/sysctl -a 2>/dev/null | grep '^net\.ipv4\.tcp_' > $RES/sysctl-sender.txt
   fl_ns d /bin/sysctl -a 2>/dev/null | grep '^net\.ipv4\.tcp_' > $RES/sysctl-receiver.txt
   cat /proc/modules > $RES/modules-end.txt
+  # Packets a veth handed on but the next namespace's input backlog refused count as
+  # the sender veth's tx drops (runner.off_path_drops).
+  for _n in "$@" r; do
+    fl_ns $_n $IP -j -s link show > $RES/links-$_n.json 2>&1
+  done
 }
 
 fl_export() {

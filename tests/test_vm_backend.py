@@ -148,6 +148,7 @@ def test_cli_refuses_what_linux_lacks_in_one_sentence(tmp_path, vm_ready):
     assert cp.returncode == 2
     assert "Traceback" not in cp.stderr
     assert "no Linux implementation" in cp.stderr and "sim backend" in cp.stderr
+    assert str(_scenario(tmp_path, qdisc="blue")) in cp.stderr  # the refusal names the file
     cp = fairlab("run", _scenario(tmp_path, cca="compound"), "--backend", "vm", "--out", tmp_path / "o")
     assert cp.returncode == 2 and "no congestion control 'compound'" in cp.stderr
 

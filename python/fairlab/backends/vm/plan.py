@@ -87,9 +87,10 @@ def effective_format(version: int, qdisc: str) -> int:
     return max(touched) if touched else 1
 
 
-class VmPlanError(VmError):
+class VmPlanError(VmError, ValueError):
     """The vm backend cannot run this scenario; the message names the field and the
-    backends that can."""
+    backends that can. A ValueError too, as the scenario errors are: the CLI puts the
+    scenario's file in front of it."""
 
 
 #: fairlab queue disciplines with no Linux implementation.

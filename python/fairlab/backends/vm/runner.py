@@ -106,10 +106,7 @@ def run_vm(
             layout = btf.queue_trace_layout(img.kernel, cache=img.root / "queue-trace-layout.json")
         except btf.BtfError as exc:
             raise VmError(str(exc)) from None
-    try:
-        gplan = vm_plan.build(scenario, img, seed=seed, tcp_probe=tcp_probe_path is not None, queue_trace=layout)
-    except vm_plan.VmPlanError as exc:
-        raise VmError(str(exc)) from None
+    gplan = vm_plan.build(scenario, img, seed=seed, tcp_probe=tcp_probe_path is not None, queue_trace=layout)
     remove_orphaned_run_dirs()
     tmp = Path(tempfile.mkdtemp(prefix=RUN_DIR_PREFIX))
     (tmp / OWNER_FILE).write_text(f"{os.getpid()} {process_start_time(os.getpid())}\n")

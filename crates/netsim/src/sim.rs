@@ -112,7 +112,7 @@ impl Endpoint {
     #[inline]
     fn receiver_wakeup(&self) -> SimTime {
         match self {
-            Endpoint::Tcp(t) => t.rcv.delack_deadline,
+            Endpoint::Tcp(t) => t.rcv.wakeup(),
             Endpoint::Dccp(d) => d.rcv.delack_deadline,
         }
     }
@@ -464,6 +464,7 @@ impl Sim {
                         tlp: f.tlp,
                         frto: f.frto,
                         tso_defer: f.tso_defer,
+                        sack_compress: f.sack_compress,
                     },
                     ctl,
                 ))

@@ -125,6 +125,13 @@ pub struct FlowSpec {
     /// (docs/tcp-model.md, "How the kernel's senders release segments").
     #[serde(default)]
     pub tso_defer: bool,
+    /// SACK compression at the receiver (Linux `__tcp_ack_snd_check` since 4.19,
+    /// on by default as in Linux): with out-of-order data held, after three
+    /// immediate ACKs per cumulative point, hold further ones for min(1 ms,
+    /// RTT/20) or 44 arrivals. It is what breaks the flows' packets into the fine
+    /// interleaving the kernel shows at the bottleneck (docs/tcp-model.md).
+    #[serde(default = "default_true")]
+    pub sack_compress: bool,
     /// ECN (RFC 3168): data packets are ECT and CE marks are echoed.
     #[serde(default)]
     pub ecn: bool,

@@ -51,6 +51,8 @@ pub(crate) struct TcpConfig {
     pub frto: bool,
     /// Group new data into autosized GSO skbs and defer them as Linux does (`tso.rs`).
     pub tso_defer: bool,
+    /// Linux's SACK compression at the receiver (`receiver.rs`).
+    pub sack_compress: bool,
 }
 
 impl TcpFlow {
@@ -92,6 +94,7 @@ impl TcpFlow {
             c.base_rtt,
             c.rwnd_bytes,
             c.rwnd_autotune,
+            c.sack_compress,
         );
         TcpFlow { snd, rcv }
     }
@@ -121,6 +124,6 @@ impl TcpFlow {
 
     #[inline]
     pub fn next_wakeup(&self) -> SimTime {
-        self.snd.next_wakeup().min(self.rcv.delack_deadline)
+        self.snd.next_wakeup().min(self.rcv.wakeup())
     }
 }

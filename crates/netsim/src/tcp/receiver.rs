@@ -17,6 +17,14 @@
 //!   exceeds the minimum (the receiver's SRTT being the handshake RTT, the path's
 //!   base RTT here).
 //!
+//! SACK compression as Linux (`__tcp_ack_snd_check`, `tcp_compressed_ack_kick`,
+//! `tcp_sack_new_ofo_skb`; on unless the flow turns it off): while out-of-order
+//! data is queued, the first three ACKs at each cumulative point go at once (the
+//! sender's fast retransmit needs them), later ones are held until a timer of
+//! min(1 ms, RTT/20) fires or 44 are held; quick-ACK mode, a CWR, a D-SACK, a
+//! filled hole and a new block that would push the oldest out of the SACK cache
+//! send at once, and every ACK sent carries what was held.
+//!
 //! Sequence numbers are segment indices (byte = index × MSS); the application
 //! reads in-order data immediately.
 //!
@@ -46,6 +54,12 @@ use crate::packet::{Pkt, TcpAck as Ack, ACK_ECE, ACK_SYN, MAX_SACK_BLOCKS, NO_WI
 
 /// Linux `TCP_MAX_QUICKACKS`.
 const MAX_QUICKACKS: u8 = 16;
+/// Linux `sysctl_tcp_comp_sack_nr`: at most this many ACKs held back in a row.
+const COMP_SACK_NR: u16 = 44;
+/// Linux `sysctl_tcp_comp_sack_delay_ns`: the longest a held ACK waits, ns.
+const COMP_SACK_DELAY_NS: u64 = 1_000_000;
+/// Linux `TCP_FASTRETRANS_THRESH`: immediate ACKs per cumulative point first.
+const COMP_IMMEDIATE: u8 = 3;
 /// Linux `TCP_DELACK_MAX`, 200 ms: no delayed ACK waits longer.
 const MAX_ATO_NS: u64 = 200_000_000;
 /// The window a Linux receiver advertises first with the default `tcp_rmem`
@@ -244,6 +258,16 @@ pub(crate) struct TcpReceiver {
     rcv_ssthresh: u64,
     /// Receive-buffer autotuning, when the window is the autotuning maximum.
     tune: Option<Autotune>,
+    /// SACK compression on (Linux default since 4.19).
+    sack_compress: bool,
+    /// ACKs held back since the last one sent (Linux `compressed_ack`).
+    compressed: u16,
+    /// Immediate duplicate ACKs sent at `comp_cum` (Linux `dup_ack_counter`).
+    dup_acks: u8,
+    /// The cumulative point those were for (Linux `compressed_ack_rcv_nxt`).
+    comp_cum: u64,
+    /// When the held ACK goes (Linux `compressed_ack_timer`); MAX when none.
+    comp_deadline: SimTime,
     /// The ranges most recently grown, newest first (RFC 2018 §4: the first SACK
     /// block reports the newest arrival, the others the most recently reported
     /// blocks). Kept like Linux's `selective_acks` cache so building an ACK never
@@ -269,6 +293,7 @@ impl TcpReceiver {
         base_rtt: SimDuration,
         rwnd: Option<u64>,
         autotune: bool,
+        sack_compress: bool,
     ) -> Self {
         let tune = match rwnd {
             Some(r) if autotune => Some(Autotune::new(mss, 2 * r)),
@@ -286,6 +311,11 @@ impl TcpReceiver {
             quick: 0,
             ecn_seen: false,
             ack_now: false,
+            sack_compress,
+            compressed: 0,
+            dup_acks: 0,
+            comp_cum: u64::MAX,
+            comp_deadline: SimTime::MAX,
             ato: 0,
             lrcv: SimTime::ZERO,
             rto,
@@ -446,6 +476,12 @@ impl TcpReceiver {
             // are thousands, and the scan was a third of the run).
             let i = self.ooo.partition_point(|r| r.end <= s);
             let dup = self.ooo.get(i).is_some_and(|r| r.start <= s);
+            // Linux `tcp_sack_new_ofo_skb`: a new block when the SACK cache is full
+            // sends what is held first, before the oldest block is forgotten.
+            let new_block = !dup
+                && !(i < self.ooo.len() && self.ooo[i].start == s + 1)
+                && !(i > 0 && self.ooo[i - 1].end == s);
+            let flush = new_block && self.nrecent as usize >= MAX_SACK_BLOCKS && self.compressed > COMP_IMMEDIATE as u16;
             #[cfg(test)]
             assert_eq!(dup, self.ooo.iter().any(|r| r.start <= s && s < r.end), "out-of-order ranges out of order");
             self.insert_ooo(s);
@@ -455,6 +491,9 @@ impl TcpReceiver {
             if self.sack {
                 // Linux `tcp_data_queue_ofo` grows the window for SACK flows too.
                 self.grow_window();
+            }
+            if self.hold_sack(now, dup || flush) {
+                return None;
             }
             // RFC 5681 §4.2: an out-of-order segment is ACKed immediately (dupack).
             let mut ack = self.make_ack(now, Some(s));
@@ -476,8 +515,51 @@ impl TcpReceiver {
         }
     }
 
-    /// The delayed-ACK timer, if due.
+    /// The receiver's next deadline: the delayed ACK's or a held SACK's.
+    #[inline]
+    pub(crate) fn wakeup(&self) -> SimTime {
+        self.delack_deadline.min(self.comp_deadline)
+    }
+
+    /// Linux `__tcp_ack_snd_check` with out-of-order data queued: whether to hold
+    /// this ACK back (SACK compression). Quick-ACK mode, a CWR and `now_anyway` (a
+    /// D-SACK, a flush) send at once; so do the first three ACKs at each cumulative
+    /// point; then up to 44 are held, until a timer of min(1 ms, RTT/20) sends one.
+    fn hold_sack(&mut self, now: SimTime, now_anyway: bool) -> bool {
+        if !(self.sack_compress && self.sack) || now_anyway || self.quick > 0 || self.ack_now {
+            return false;
+        }
+        if self.compressed >= COMP_SACK_NR {
+            return false;
+        }
+        if self.comp_cum != self.rcv_nxt {
+            self.comp_cum = self.rcv_nxt;
+            self.dup_acks = 0;
+        }
+        if self.dup_acks < COMP_IMMEDIATE {
+            self.dup_acks += 1;
+            return false;
+        }
+        self.compressed += 1;
+        if self.comp_deadline == SimTime::MAX {
+            // The smaller of the receiver's RTT estimate and its SRTT, /20.
+            let rtt_ns = match &self.tune {
+                Some(t) if t.rtt8_us > 0 => ((t.rtt8_us >> 3) * 1000).min(self.srtt),
+                _ => self.srtt,
+            };
+            self.comp_deadline = now + SimDuration::from_nanos(COMP_SACK_DELAY_NS.min(rtt_ns / 20));
+        }
+        true
+    }
+
+    /// The delayed-ACK timer or the held SACK's, if due.
     pub fn on_timer(&mut self, now: SimTime) -> Option<Ack> {
+        if now >= self.comp_deadline {
+            self.comp_deadline = SimTime::MAX;
+            if self.compressed > 0 {
+                return Some(self.make_ack(now, None));
+            }
+        }
         if now >= self.delack_deadline {
             // Linux `tcp_delack_timer_handler`: the timer fired, so the sender was
             // waiting on us; wait less eagerly next time (ato doubles, up to RTO).
@@ -585,6 +667,9 @@ impl TcpReceiver {
     fn make_ack(&mut self, now: SimTime, just_received: Option<u64>) -> Ack {
         self.unacked = 0;
         self.delack_deadline = SimTime::MAX;
+        // Any ACK sent carries what was held (Linux `tcp_event_ack_sent`).
+        self.compressed = 0;
+        self.comp_deadline = SimTime::MAX;
         self.ack_now = false;
         // Linux `tcp_dec_quickack_mode`: one quick ACK used; leaving the mode
         // resets ato to its minimum.
@@ -621,7 +706,7 @@ mod tests {
         rx_rtt(delayed, 25)
     }
     fn rx_rtt(delayed: bool, rtt_ms: u64) -> TcpReceiver {
-        TcpReceiver::new(1000, u64::MAX, 1000, true, true, delayed, SimDuration::from_millis(40), SimDuration::from_millis(rtt_ms), None, false)
+        TcpReceiver::new(1000, u64::MAX, 1000, true, true, delayed, SimDuration::from_millis(40), SimDuration::from_millis(rtt_ms), None, false, false)
     }
 
     /// Feed in-order segments `from..to` at `t`; returns how many were ACKed at once.
@@ -654,6 +739,66 @@ mod tests {
     }
 
     #[test]
+    fn sacks_are_compressed_after_three_per_cumulative_point_as_linux_does() {
+        // By hand from Linux 6.1 `__tcp_ack_snd_check`: RTT 25 ms, so a held ACK
+        // waits min(1 ms, 25 ms / 20) = 1 ms. Segment 40 is lost; 41.. arrive 0.12 ms
+        // apart. The first three out-of-order arrivals are ACKed at once (the
+        // sender's fast retransmit needs them); the next ones are held and one ACK
+        // leaves when the timer fires, carrying the newest block; then three more
+        // at once only if the cumulative point moves.
+        let mut r = TcpReceiver::new(1000, u64::MAX, 1000, true, false, true, SimDuration::from_millis(40),
+                                     SimDuration::from_millis(25), None, false, true);
+        let t0 = SimTime::from_millis(1000);
+        feed(&mut r, 0, 40, t0); // leaves quick-ACK mode (16 quick ACKs at the start)
+        assert_eq!(r.quick, 0);
+        let at = |k: u64| t0 + SimDuration::from_micros(120 * k);
+        let sent: Vec<bool> = (41..52).map(|k| r.on_data(at(k), &seg(k)).is_some()).collect();
+        assert_eq!(sent, [true, true, true, false, false, false, false, false, false, false, false]);
+        assert_eq!(r.wakeup(), at(44) + SimDuration::from_millis(1));
+        assert_eq!(r.on_timer(at(44) + SimDuration::from_micros(999)), None);
+        let held = r.on_timer(at(44) + SimDuration::from_millis(1)).expect("the held ACK leaves");
+        assert_eq!((held.cum, held.nblocks, held.blocks[0]), (40, 1, (41, 52)));
+        assert_eq!(r.wakeup(), SimTime::MAX);
+        // Still at cumulative point 40: the next arrival is held again.
+        assert!(r.on_data(at(52), &seg(52)).is_none());
+        // The retransmission fills the hole: ACKed at once (RFC 5681 §4.2), and
+        // it carries the held one.
+        let a = r.on_data(at(53), &seg(40)).expect("a filled hole is ACKed at once");
+        assert_eq!((a.cum, a.nblocks), (53, 0));
+        assert_eq!(r.wakeup(), SimTime::MAX);
+        // Off, every out-of-order arrival is ACKed.
+        let mut off = rx_rtt(true, 25);
+        feed(&mut off, 0, 40, t0);
+        assert!((41..52).all(|k| off.on_data(at(k), &seg(k)).is_some()));
+    }
+
+    #[test]
+    fn forty_four_held_acks_send_one_and_a_full_sack_cache_flushes() {
+        let mut r = TcpReceiver::new(1000, u64::MAX, 1000, true, false, true, SimDuration::from_millis(40),
+                                     SimDuration::from_secs(1), None, false, true);
+        let t0 = SimTime::from_millis(1000);
+        feed(&mut r, 0, 40, t0);
+        // RTT 1 s: the timer is 1 ms; arrivals 1 µs apart, so 44 are held within it.
+        let at = |k: u64| t0 + SimDuration::from_micros(k);
+        let sent: Vec<u64> = (41..41 + 3 + 44 + 1).filter(|&k| r.on_data(at(k), &seg(k)).is_some()).collect();
+        assert_eq!(sent, vec![41, 42, 43, 41 + 3 + 44]);
+        // New blocks while the 3-block cache is full and more than three are held:
+        // the arrival that would push the oldest block out goes at once.
+        let mut r = TcpReceiver::new(1000, u64::MAX, 1000, true, false, true, SimDuration::from_millis(40),
+                                     SimDuration::from_secs(1), None, false, true);
+        feed(&mut r, 0, 40, t0);
+        let mut sent = vec![];
+        for k in [41u64, 43, 45, 46, 47, 48, 49, 51] {
+            if r.on_data(at(k), &seg(k)).is_some() {
+                sent.push(k);
+            }
+        }
+        // 41, 43, 45 at once (three per point); 46–49 held (4 held); 51 opens a
+        // fourth block with the cache full and 4 > 3 held: sent.
+        assert_eq!(sent, vec![41, 43, 45, 51]);
+    }
+
+    #[test]
     fn an_autotuned_buffer_grows_as_linux_right_sizes_it() {
         // 2,500,000 B: the autotuning maximum of a 100 Mbit/s, 100 ms path with a
         // 1-BDP buffer (tcp_rmem[2] = 5,000,000). By hand (Linux 6.1
@@ -668,7 +813,7 @@ mod tests {
         // in that round (vm backend, docs/tcp-model.md). Round 6's period (320
         // against 160) asks for 5,872,512 B, capped at tcp_rmem[2]: the whole
         // 1,726-segment window.
-        let mut r = TcpReceiver::new(1448, u64::MAX, 1448, true, false, true, SimDuration::from_millis(40), SimDuration::from_millis(100), Some(2_500_000), true);
+        let mut r = TcpReceiver::new(1448, u64::MAX, 1448, true, false, true, SimDuration::from_millis(40), SimDuration::from_millis(100), Some(2_500_000), true, false);
         let w = slow_start_windows(&mut r, 7);
         assert_eq!(w[0], 44, "no room to grow before the buffer does: {w:?}");
         assert_eq!(w[5], 1038, "{w:?}");
@@ -677,7 +822,7 @@ mod tests {
         // A fixed buffer of the same size (SO_RCVBUF: no autotuning) has room from
         // the first segment: two segments more per segment from Linux's first 64 KB
         // (45 segments), 45 + 2·(10 + 20 + … + 320) = 1,305 by round 5.
-        let mut fixed = TcpReceiver::new(1448, u64::MAX, 1448, true, false, true, SimDuration::from_millis(40), SimDuration::from_millis(100), Some(2_500_000), false);
+        let mut fixed = TcpReceiver::new(1448, u64::MAX, 1448, true, false, true, SimDuration::from_millis(40), SimDuration::from_millis(100), Some(2_500_000), false, false);
         let w = slow_start_windows(&mut fixed, 7);
         assert_eq!((w[0], w[5], w[6]), (45 + 20, 1305, 1726), "{w:?}");
     }
@@ -706,7 +851,7 @@ mod tests {
         // rwnd 10 segments. In order 0..5: edge 5 + 10 = 15. Holes at 5 and 10;
         // 6..10 and 11..15 arrive: 8 segments out of order, window 10 − 8/2 = 6
         // from rcv_nxt 5 would end at 11, left of 15, so the edge stays at 15.
-        let mut r = TcpReceiver::new(1000, u64::MAX, 1000, true, false, false, SimDuration::from_millis(40), SimDuration::from_millis(100), Some(10_000), false);
+        let mut r = TcpReceiver::new(1000, u64::MAX, 1000, true, false, false, SimDuration::from_millis(40), SimDuration::from_millis(100), Some(10_000), false, false);
         let t = SimTime::from_millis(1);
         let mut last = None;
         for k in 0..5 {
@@ -740,7 +885,7 @@ mod tests {
         // growing segment and its ACK takes it back to 16, so when segment 17 has
         // brought the window to 100, 16 quick ACKs remain (segments 18..33); then
         // every second segment.
-        let mut r = TcpReceiver::new(1000, u64::MAX, 1000, true, false, true, SimDuration::from_millis(40), SimDuration::from_millis(100), Some(100_000), false);
+        let mut r = TcpReceiver::new(1000, u64::MAX, 1000, true, false, true, SimDuration::from_millis(40), SimDuration::from_millis(100), Some(100_000), false, false);
         assert_eq!(r.syn_ack(SimTime::ZERO).wnd, 65);
         let t = SimTime::from_millis(1);
         for k in 0..18u64 {

@@ -42,6 +42,7 @@ pub fn flow(cca: &str, rtt_ms: u64, start_s: u64) -> FlowSpec {
         rwnd_bytes: None,
         rwnd_autotune: false,
         tso_defer: false,
+        sack_compress: true,
         ecn: false,
         mss: 1448,
         sack: true,

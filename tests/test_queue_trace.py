@@ -243,11 +243,22 @@ def test_the_kernels_queue_trace_matches_its_qdisc_counters_and_iperf3(tmp_path,
         assert (dropped["backlog_bytes"] + dropped["bytes"] <= int(args[args.index("limit") + 1])).any()
     drops = q[q["event"] == "dropped"].groupby("flow").size().reindex([0, 1], fill_value=0)
     assert drops.sum() > 0
-    # The qdisc counts every drop; the trace the data connections' and, apart, the rest
-    # (iperf3's control connections: RED may drop those too).
-    assert drops.sum() + meta["left_out"]["drops"] == tr.bottleneck["drops"].sum()
-    retrans = tr.samples.groupby("flow")["retransmits"].sum().reindex([0, 1], fill_value=0)
-    assert list(drops) == list(retrans.astype(int))
+    # The qdisc counts every drop over the whole run (its counter read after the
+    # flows; the per-interval samples end with the scenario, a flow's last packets may
+    # come later); the trace the data connections' and, apart, the rest (iperf3's
+    # control connections: RED may drop those too).
+    left = meta["left_out"]["drops"]
+    assert drops.sum() + left == tr.meta["vm"]["bottleneck_totals"]["drops"]
+    # Each flow's namespace retransmitted every data segment the trace saw dropped
+    # (a dropped pure ACK is never sent again; a control connection's retransmission
+    # may come on top) — bar one lost in the last round trip: iperf3 ends its data
+    # connection with a reset (`Tcp.EstabResets` 1), so that one is never sent again
+    # (RED, seed 2: the last drop 7 ms before the last packet).
+    counters = tr.meta["vm"]["tcp_counters"]["senders"]
+    data = q[(q["event"] == "dropped") & (q["bytes"] > 100)].groupby("flow").size().reindex([0, 1], fill_value=0)
+    for flow, label in enumerate(tr.flows["label"]):
+        sent_again = counters[label].get("Tcp.RetransSegs", 0)
+        assert data[flow] - 1 <= sent_again <= drops[flow] + left, (label, int(data[flow]), sent_again, left)
 
 
 def test_the_guest_script_is_unchanged_unless_the_queue_is_traced(vm_ready):

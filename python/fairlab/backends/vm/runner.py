@@ -425,8 +425,11 @@ def _with_meta(trace: Trace, scenario: Scenario, gplan: vm_plan.GuestPlan, img: 
                               {ns: _read(res / f"links-{ns}.json")
                                for ns in ["r", "d", *(f"s{gf.index}" for gf in gplan.flows)]})
     if off_path["input_backlog"] or off_path["links"]:
+        # The backlog's own count is missing only if the guest lost its softnet files;
+        # the links' refusals are then the count to give.
+        dropped = off_path["input_backlog"] or sum(off_path["links"].values())
         meta["notes"] = [*meta.get("notes", []), (
-            f"{off_path['input_backlog']} packets were dropped by the guest's input backlog, outside "
+            f"{dropped} packets were dropped by the guest's input backlog, outside "
             f"the bottleneck queue (per link: {off_path['links']}); the flows' losses are not "
             "the scenario's alone (docs/vm.md, \"Losses outside the bottleneck\")")]
     meta.update({

@@ -147,6 +147,30 @@ def test_formats_that_measured_the_same_thing_are_pooled_and_others_are_not():
     assert set(kept[(kept["cell"] == red) & (kept["flow"] == 0)]["share"]) == {25}
 
 
+def test_a_run_that_lost_nothing_before_the_bottleneck_pools_with_format_5():
+    """Format 5 only sized the router's input backlog. A format-4 run whose senders
+    retransmitted what the bottleneck dropped (every lost segment is resent) lost
+    nothing there and pools with format-5 runs; one that retransmitted 5 % more
+    may have, and is superseded by them."""
+    assert grid.run_formats(4, "droptail", 1000, 1000) == (2, 5)
+    assert grid.run_formats(4, "droptail", 1011, 1000) == (2, 5)  # 1 % + 1 segment of spurious repeats
+    assert grid.run_formats(4, "droptail", 1050, 1000) == (2,)
+    assert grid.run_formats(4, "droptail", float("nan"), 1000) == (2,)  # counts missing: cannot tell
+    assert grid.run_formats(1, "droptail", 100, 100) == (1,)  # format 1 differs in its start, not only the backlog
+    assert grid.run_formats(2, "red", 100, 100) == (2,)  # format 3 changed RED after it
+    assert grid.run_formats(4, "red", 100, 100) == (3, 5)
+    assert grid.run_formats(5, "droptail", 2000, 1000) == (5,)
+
+    cell = "bic-cubic|100ms|1bdp|droptail"
+    old = _format_rows(cell, 4, [0, 1, 2], 80)
+    old.loc[old["seed"] == 2, "retransmits"] = 30.0  # seed 2 retransmitted 60 against 1 drop
+    new = _format_rows(cell, 5, [2, 3], 70)
+    kept = grid.newest_complete_format(pd.concat([old, new], ignore_index=True))
+    by_seed = kept[kept["flow"] == 0].set_index("seed")
+    assert sorted(by_seed.index) == [0, 1, 2, 3]  # clean format-4 seeds 0-1 join format 5's 2-3
+    assert by_seed.loc[2, "vm_format"] == 5 and by_seed.loc[2, "share"] == 70  # seed 2's suspect run replaced
+
+
 def test_effective_format_follows_what_each_format_changed():
     from fairlab.backends.vm.plan import VM_FORMAT_VERSION, effective_format
 
@@ -214,9 +238,14 @@ def test_recorded_kernel_runs_are_not_run_again(tmp_path):
     left = _without_recorded_runs(camp, recorded)
     todo = sorted((grid.cell_of(t.point).id, seeds.index(t.seed)) for t in left.tasks)
     assert todo == sorted([(tail.id, 3), (red.id, 1), (red.id, 2), (red.id, 3)])
-    # A format-4 DropTail run predates the sized input backlog (format 5): it runs again.
+    # A format-4 DropTail run predates the sized input backlog (format 5): one whose
+    # senders retransmitted more than the bottleneck dropped runs again, one that
+    # retransmitted what it dropped measured what format 5 measures and does not.
     old_tail = _format_rows(tail.id, 4, seeds[:3], 25)
+    old_tail["retransmits"] = 30.0  # 60 per run against 1 drop
     assert len(_without_recorded_runs(camp, old_tail).tasks) == len(camp.tasks)
+    old_tail.loc[old_tail["seed"] == seeds[0], "retransmits"] = 0.5  # 1 per run: nothing lost off the path
+    assert len(_without_recorded_runs(camp, old_tail).tasks) == len(camp.tasks) - 1
     assert _without_recorded_runs(camp, recorded.iloc[0:0]).tasks == camp.tasks
     # Runs of another kernel release are not this kernel's: all of them run.
     recorded["kernel"] = "6.1.0-56-amd64"

@@ -105,7 +105,7 @@ def _record(vm: pd.DataFrame, record: Path) -> pd.DataFrame:
 
 def _without_recorded_runs(camp, recorded: pd.DataFrame, kernel_release: str | None = None):
     """``camp`` less the kernel runs ``recorded`` already holds in a format that
-    measured the same thing (backends.vm.plan.effective_format) and, when
+    measured the same thing (validation.grid.run_formats) and, when
     ``kernel_release`` is given, on that kernel release (a run of another kernel,
     your own `fairlab vm build --kernel` among them, is not this kernel's run):
     `--record` makes the kernel's side resumable across machines, not only within
@@ -120,10 +120,9 @@ def _without_recorded_runs(camp, recorded: pd.DataFrame, kernel_release: str | N
     have = set()
     if kernel_release is not None:
         recorded = recorded[recorded["kernel"].astype(str) == kernel_release]
-    for r in recorded[["cell", "seed", "vm_format"]].drop_duplicates().itertuples(index=False):
-        qdisc = grid.Cell.from_id(r.cell).qdisc
-        if effective_format(int(r.vm_format), qdisc) == effective_format(VM_FORMAT_VERSION, qdisc):
-            have.add((r.cell, int(r.seed)))
+    for cell, seed, measured in zip(recorded["cell"], recorded["seed"], grid.formats_of_rows(recorded)):
+        if effective_format(VM_FORMAT_VERSION, grid.Cell.from_id(cell).qdisc) in measured:
+            have.add((cell, int(seed)))
     tasks = [t for t in camp.tasks if (grid.cell_of(t.point).id, int(t.seed)) not in have]
     skipped = len(camp.tasks) - len(tasks)
     if skipped:

@@ -300,6 +300,16 @@ def test_the_summary_counts_episodes_runs_and_bursts_by_hand():
     # Episodes: {1.001, 1.010} and {2.000}. A lost in both, B in the first.
     assert (a.episodes, a.episodes_hit, a.drops, a.drops_per_hit) == (2, 2, 2, 1.0)
     assert (b.episodes, b.episodes_hit, b.drops, b.drops_per_hit, b.marks) == (2, 1, 1, 1.0, 1)
+    # Present: a packet arrived between an episode's first and last drop (inclusive).
+    # Episode 1 spans 1.001-1.010: A's drop at 1.001 and B's at 1.010 are both in it;
+    # episode 2 is the instant 2.000, where only A's drop arrives.
+    assert (a.episodes_present, b.episodes_present) == (2, 1)
+    late = pd.concat([frame, pd.DataFrame([(1.005, 1, "queued")], columns=frame.columns)]).sort_values("t")
+    _, b2 = summarize(late, episode_gap_s=0.1, burst_gap_s=0.002)
+    assert (b2.episodes_present, b2.episodes_hit) == (1, 1)
+    quiet = frame[~((frame["flow"] == 1) & (frame["t"] < 2))]  # B sends nothing before 2.5 s
+    _, b3 = summarize(quiet, episode_gap_s=0.1, burst_gap_s=0.002)
+    assert (b3.episodes_present, b3.episodes_hit) == (0, 0)
     # Runs of arrivals: A A | B B B | A | B -> A: 2, 1 (median 1.5); B: 3, 1 (median 2).
     assert (a.median_run, b.median_run) == (1.5, 2.0)
     # Bursts (< 2 ms apart): A: {1.000, 1.001}, {2.000} -> mean 1.5; B: {1.010, 1.011, 1.0115}, {2.5} -> 2.

@@ -235,7 +235,7 @@ def _print_queue_table(queues: dict[str, list], labels: dict[int, str], referenc
     num = _num
     t = Table(title=f"the bottleneck queue: who lost what, and how each flow's packets arrived (sim / {reference})",
               title_justify="left")
-    for c in ("flow", "packets", "drops", "drop rate", "overflow episodes hit", "drops per hit", "median run",
+    for c in ("flow", "packets", "drops", "drop rate", "overflow episodes hit", "episodes present", "drops per hit", "median run",
               "mean burst"):
         t.add_column(c, justify="left" if c == "flow" else "right")
     ref = {f.flow: f for f in queues[reference]}
@@ -249,6 +249,7 @@ def _print_queue_table(queues: dict[str, list], labels: dict[int, str], referenc
             f"{fs.drops:,} / {fr.drops:,}",
             f"{num(fs.drop_rate, '.2f', 100)} / {num(fr.drop_rate, '.2f', 100)} %",
             f"{fs.episodes_hit} of {fs.episodes} / {fr.episodes_hit} of {fr.episodes}",
+            f"{fs.episodes_present} / {fr.episodes_present}",
             f"{num(fs.drops_per_hit, '.1f')} / {num(fr.drops_per_hit, '.1f')}",
             f"{num(fs.median_run, '.0f')} / {num(fr.median_run, '.0f')}",
             f"{num(fs.mean_burst, '.1f')} / {num(fr.mean_burst, '.1f')}",

@@ -138,7 +138,8 @@ def _print_queue_summary(path: Path, labels: dict, backend: str, model: Scenario
         rate = "" if r.drop_rate is None else f" ({100 * r.drop_rate:.2f} %)"
         marks = f", {r.marks:,} CE marks" if r.marks else ""
         console.print(f"  {escape(str(labels.get(r.flow, r.flow)))}: {r.packets:,} packets, {r.drops:,} dropped{rate}"
-                      f"{marks}; lost packets in {r.episodes_hit} of {r.episodes} overflow episodes")
+                      f"{marks}; lost packets in {r.episodes_hit} of {r.episodes} overflow episodes "
+                      f"(arrived during {r.episodes_present})")
 
 
 def run_campaign_with_progress(campaign, out_dir: Path, *, workers: int | None, dask: str | None, as_json: bool = False):

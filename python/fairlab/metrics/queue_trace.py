@@ -8,7 +8,10 @@ interleave and how bursty each flow is.
 - An **overflow episode** is a run of drops (of any flow) with gaps shorter than
   ``episode_gap_s``; a flow is *hit* by an episode when it loses a packet in it.
   With the longest base RTT as the gap, the drops one congestion signal causes (the
-  senders learn of it a round trip later) fall into one episode.
+  senders learn of it a round trip later) fall into one episode. A flow is
+  *present* in an episode when one of its packets arrives between the episode's
+  first and last drop: a flow that is never there cannot be hit, however the queue
+  treats the packets it does send (docs/queue-trace.md, "Which episodes reach Reno").
 - A **run** is a maximal sequence of consecutive arrivals of one flow: how long a
   flow has the queue's tail to itself.
 - A **burst** is a sequence of one flow's arrivals closer than ``burst_gap_s``
@@ -49,6 +52,8 @@ class FlowQueueSummary:
     #: Overflow episodes in which this flow lost a packet, and all episodes.
     episodes_hit: int
     episodes: int
+    #: Overflow episodes during whose drops (first to last) this flow had a packet arrive.
+    episodes_present: int
     #: Mean drops of this flow in an episode that hit it; None if none did.
     drops_per_hit: float | None
     #: Median length of this flow's runs of consecutive arrivals, packets.
@@ -93,6 +98,10 @@ def summarize(columns: Mapping[str, Any], *, episode_gap_s: float, burst_gap_s: 
     dt, df = t[dropped], flows[dropped]
     episode = np.cumsum(np.r_[True, np.diff(dt) >= episode_gap_s]) if len(dt) else np.zeros(0, int)
     n_episodes = int(episode[-1]) if len(episode) else 0
+    # Each episode's span, from its first drop to its last (drop times are sorted).
+    first = np.r_[True, episode[1:] != episode[:-1]] if len(dt) else np.zeros(0, bool)
+    last = np.r_[episode[1:] != episode[:-1], True] if len(dt) else np.zeros(0, bool)
+    span_start, span_end = dt[first], dt[last]
 
     arriving = np.isin(ev, ARRIVALS)
     af, at = flows[arriving], t[arriving]
@@ -108,6 +117,7 @@ def summarize(columns: Mapping[str, Any], *, episode_gap_s: float, burst_gap_s: 
         per_episode = np.bincount(hits)[1:] if len(hits) else np.zeros(0, int)
         per_episode = per_episode[per_episode > 0]
         ft = at[mine]
+        present = np.searchsorted(ft, span_start, "left") < np.searchsorted(ft, span_end, "right")
         bursts = np.cumsum(np.r_[True, np.diff(ft) >= burst_gap_s]) if len(ft) else np.zeros(0, int)
         burst_sizes = np.bincount(bursts)[1:] if len(ft) else np.zeros(0, int)
         runs = run_len[run_flow == f]
@@ -118,6 +128,7 @@ def summarize(columns: Mapping[str, Any], *, episode_gap_s: float, burst_gap_s: 
             marks=int(((flows == f) & np.isin(ev, ("marked", "marked_leaving"))).sum()),
             episodes_hit=int(len(per_episode)),
             episodes=n_episodes,
+            episodes_present=int(present.sum()),
             drops_per_hit=float(per_episode.mean()) if len(per_episode) else None,
             median_run=float(np.median(runs)) if len(runs) else None,
             mean_burst=float(burst_sizes.mean()) if len(burst_sizes) else None,

@@ -34,13 +34,19 @@
 //!   (`loss_cwnd == 0`) `cnt` is 50, and in the convex region growth is capped at
 //!   max_increment·minRTT/100 ms segments per RTT.
 //!
+//! Time is Linux's: the epoch and t count kernel ticks (HZ = 250), minRTT is
+//! rounded up to ticks before it is added to t, t is then taken in 1/1024 s, `cnt`
+//! is kept while the window is unchanged for up to HZ/32 and the cubic part runs at
+//! most once per tick (`bictcp_update`). At 25 ms the rounding alone makes CUBIC
+//! aim 28 ms ahead instead of 25.
+//!
 //! Deviations from Linux, on purpose: the cubic target is computed in f64 from
 //! the formulas above instead of Linux's fixed-point `cubic_root` (≈0.2 % error;
 //! the distance C·|t − K|³ is truncated to whole segments as Linux's `delta` is),
-//! `cnt` is recomputed on every ACK (Linux at most once per jiffy), times are in
-//! nanoseconds instead of jiffies/µs, and a spurious-loss undo restores the whole
-//! pre-loss CUBIC state (quinn's `pre_congestion_state`), not just the window.
+//! and a spurious-loss undo restores the whole pre-loss CUBIC state (quinn's
+//! `pre_congestion_state`), not just the window.
 
+use super::jiffies::{jiffies, rtt_jiffies, HZ};
 use super::segwin::{undo_to_saved, SegWindow};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
 use netunits::{SimDuration, SimTime};
@@ -193,6 +199,10 @@ struct State {
     /// 2.6.22: window at the last loss (0 = none since the last reset).
     loss_cwnd: u32,
     epoch_start: Option<SimTime>,
+    /// Linux `last_cwnd` and `last_time` (jiffies): `cnt` is kept while the
+    /// window is unchanged for up to HZ/32, and recomputed at most once per tick.
+    last_cwnd: u32,
+    last_time: u64,
     origin_point: u32,
     /// K in seconds.
     k: f64,
@@ -229,6 +239,8 @@ impl Cubic {
             last_max_cwnd: 0,
             loss_cwnd: 0,
             epoch_start: None,
+            last_cwnd: 0,
+            last_time: 0,
             origin_point: 0,
             k: 0.0,
             delay_min: None,
@@ -263,6 +275,8 @@ impl Cubic {
         s.last_max_cwnd = 0;
         s.loss_cwnd = 0;
         s.epoch_start = None;
+        s.last_cwnd = 0;
+        s.last_time = 0;
         s.origin_point = 0;
         s.k = 0.0;
         s.delay_min = None;
@@ -310,38 +324,40 @@ impl Cubic {
     fn update(&mut self, now: SimTime, acked: u32) {
         let modern = self.cfg.kernel == CubicKernel::Modern;
         self.s.ack_cnt = self.s.ack_cnt.saturating_add(acked);
-        if self.s.epoch_start.is_none() {
-            self.start_epoch(now, acked);
-        }
         let cwnd = self.s.w.cwnd;
-        let delay_min = self.s.delay_min.unwrap_or(SimDuration::ZERO);
-        let epoch = self.s.epoch_start.unwrap_or(now);
-        // Target the window one minRTT ahead (Linux adds delay_min to t).
-        let t = (now - epoch).as_secs_f64() + delay_min.as_secs_f64();
-        // Linux: delta = C·|t − K|³ truncated, target = origin ∓ delta. Below
-        // the origin the truncation rounds *towards* W_max, so the target is
-        // W_max itself once C·(K − t)³ < 1 (1.36 s before K at C = 0.4), and a
-        // flow can meet its old W_max at the next loss (then no fast convergence).
-        let delta = (self.cfg.c * (t - self.s.k).abs().powi(3)).floor() as u64;
-        let origin = self.s.origin_point as u64;
-        let target = if t < self.s.k { origin.saturating_sub(delta) } else { origin + delta };
-        let mut cnt: u64 = if target > cwnd as u64 { cwnd as u64 / (target - cwnd as u64) } else { 100 * cwnd as u64 };
-        self.s.phase = if t < self.s.k { "cubic_concave" } else { "cubic_convex" };
-
-        if modern {
-            // Before any loss, grow at least 5 % per RTT (Linux: cnt ≤ 20).
-            if self.s.last_max_cwnd == 0 && cnt > 20 {
-                cnt = 20;
+        // Linux keeps time in jiffies here: an unchanged window keeps its `cnt` for
+        // up to HZ/32 (31 ms at HZ = 250), and the cubic part runs at most once per
+        // tick (Linux ≥ 2.6.29; 2.6.22 had only the first rule).
+        let now_j = jiffies(now);
+        if self.s.last_cwnd == cwnd && now_j.saturating_sub(self.s.last_time) <= HZ / 32 {
+            return;
+        }
+        let same_tick = modern && self.s.epoch_start.is_some() && now_j == self.s.last_time;
+        let mut cnt: u64 = self.s.cnt as u64;
+        let mut target = 0u64;
+        if !same_tick {
+            self.s.last_cwnd = cwnd;
+            self.s.last_time = now_j;
+            if self.s.epoch_start.is_none() {
+                self.start_epoch(now, acked);
             }
-        } else {
-            if delay_min > SimDuration::ZERO && t >= self.s.k {
-                // At most max_increment segments per 100 ms of minRTT per RTT.
-                let min_cnt = (cwnd as f64 * 0.1 / (self.cfg.max_increment as f64 * delay_min.as_secs_f64())) as u64;
-                cnt = cnt.max(min_cnt);
-            }
-            if self.s.loss_cwnd == 0 {
-                cnt = 50;
-            }
+            let delay_min = self.s.delay_min.unwrap_or(SimDuration::ZERO);
+            let epoch_j = jiffies(self.s.epoch_start.unwrap_or(now));
+            // Target the window one minRTT ahead, as Linux does: t = ticks since the
+            // epoch plus minRTT rounded UP to ticks, in units of 1/1024 s
+            // (`t <<= BICTCP_HZ; do_div(t, HZ)`). At 25 ms the rounding looks 28 ms ahead.
+            let t_j = now_j - epoch_j + rtt_jiffies(delay_min);
+            let t = ((t_j << 10) / HZ) as f64 / 1024.0;
+            // Linux: delta = C·|t − K|³ truncated, target = origin ∓ delta. Below
+            // the origin the truncation rounds *towards* W_max, so the target is
+            // W_max itself once C·(K − t)³ < 1 (1.36 s before K at C = 0.4), and a
+            // flow can meet its old W_max at the next loss (then no fast convergence).
+            let delta = (self.cfg.c * (t - self.s.k).abs().powi(3)).floor() as u64;
+            let origin = self.s.origin_point as u64;
+            target = if t < self.s.k { origin.saturating_sub(delta) } else { origin + delta };
+            cnt = if target > cwnd as u64 { cwnd as u64 / (target - cwnd as u64) } else { 100 * cwnd as u64 };
+            self.s.phase = if t < self.s.k { "cubic_concave" } else { "cubic_convex" };
+            self.cubic_caps(&mut cnt, t, delay_min);
         }
 
         if self.cfg.tcp_friendliness {
@@ -360,7 +376,7 @@ impl Cubic {
                 cnt = cnt.min(max_cnt);
             }
             // RFC 9438 §4.3: W_cubic < W_est is the Reno-friendly region.
-            if self.s.tcp_cwnd as u64 > target {
+            if !same_tick && self.s.tcp_cwnd as u64 > target {
                 self.s.phase = "tcp_friendly";
             }
         }
@@ -374,6 +390,27 @@ impl Cubic {
             cnt = cnt.max(1);
         }
         self.s.cnt = cnt.min(u32::MAX as u64) as u32;
+    }
+
+    /// The era's limits on the cubic part's `cnt` (Linux `bictcp_update` before
+    /// `tcp_friendliness`).
+    fn cubic_caps(&self, cnt: &mut u64, t: f64, delay_min: SimDuration) {
+        let cwnd = self.s.w.cwnd;
+        if self.cfg.kernel == CubicKernel::Modern {
+            // Before any loss, grow at least 5 % per RTT (Linux: cnt ≤ 20).
+            if self.s.last_max_cwnd == 0 && *cnt > 20 {
+                *cnt = 20;
+            }
+        } else {
+            if delay_min > SimDuration::ZERO && t >= self.s.k {
+                // At most max_increment segments per 100 ms of minRTT per RTT.
+                let min_cnt = (cwnd as f64 * 0.1 / (self.cfg.max_increment as f64 * delay_min.as_secs_f64())) as u64;
+                *cnt = (*cnt).max(min_cnt);
+            }
+            if self.s.loss_cwnd == 0 {
+                *cnt = 50;
+            }
+        }
     }
 
     /// Linux `cubictcp_acked` / `hystart_update`.
@@ -620,6 +657,8 @@ mod tests {
         c.update(t0 + SimDuration::from_secs_f64(75f64.cbrt() - 1.0772), 1);
         assert_eq!(c.s.cnt, 99);
         // 1.5 s before K: C·1.5³ = 1.35, delta 1, target 99 = cwnd: cnt = 100·99.
+        // (A fresh look: Linux keeps `cnt` while the window is unchanged for HZ/32.)
+        c.s.last_cwnd = 0;
         c.update(t0 + SimDuration::from_secs_f64(75f64.cbrt() - 1.5), 1);
         assert_eq!(c.s.cnt, 9900);
     }
@@ -664,9 +703,11 @@ mod tests {
 
     #[test]
     fn reno_friendly_region_grows_alpha_per_rtt() {
-        // Short RTT and small W_max: W_cubic stays below the Reno estimate, which
-        // grows by α = 3(1−β)/(1+β) per RTT (RFC 9438 Eq. 4).
-        let mut h = cubic(r#"{"hystart": false}"#, 10, 10);
+        // Small W_max: W_cubic stays below the Reno estimate, which grows by
+        // α = 3(1−β)/(1+β) per RTT (RFC 9438 Eq. 4). The RTT (40 ms) is longer than
+        // the HZ/32 (31 ms) for which Linux keeps `cnt` while the window is
+        // unchanged; at 10 ms that hold costs about 2.5 segments in 50 round trips.
+        let mut h = cubic(r#"{"hystart": false}"#, 10, 40);
         h.grow_to(20);
         h.loss_and_recover();
         let w0 = h.cwnd_segs() as f64;

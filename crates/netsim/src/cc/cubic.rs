@@ -38,7 +38,9 @@
 //! rounded up to ticks before it is added to t, t is then taken in 1/1024 s, `cnt`
 //! is kept while the window is unchanged for up to HZ/32 and the cubic part runs at
 //! most once per tick (`bictcp_update`). At 25 ms the rounding alone makes CUBIC
-//! aim 28 ms ahead instead of 25.
+//! aim 28 ms ahead instead of 25. The `"2.6.22"` set keeps the same clock at the
+//! same HZ without the once-per-tick rule (added after 2.6.22); seed 001's hosts'
+//! HZ is not published.
 //!
 //! Deviations from Linux, on purpose: the cubic target is computed in f64 from
 //! the formulas above instead of Linux's fixed-point `cubic_root` (≈0.2 % error;

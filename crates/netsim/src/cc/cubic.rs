@@ -336,7 +336,8 @@ impl Cubic {
         }
         let same_tick = modern && self.s.epoch_start.is_some() && now_j == self.s.last_time;
         let mut cnt: u64 = self.s.cnt as u64;
-        let mut target = 0u64;
+        // The cubic target, when this call computed one (not within the same tick).
+        let mut target = None;
         if !same_tick {
             self.s.last_cwnd = cwnd;
             self.s.last_time = now_j;
@@ -356,8 +357,9 @@ impl Cubic {
             // flow can meet its old W_max at the next loss (then no fast convergence).
             let delta = (self.cfg.c * (t - self.s.k).abs().powi(3)).floor() as u64;
             let origin = self.s.origin_point as u64;
-            target = if t < self.s.k { origin.saturating_sub(delta) } else { origin + delta };
-            cnt = if target > cwnd as u64 { cwnd as u64 / (target - cwnd as u64) } else { 100 * cwnd as u64 };
+            let w = if t < self.s.k { origin.saturating_sub(delta) } else { origin + delta };
+            cnt = if w > cwnd as u64 { cwnd as u64 / (w - cwnd as u64) } else { 100 * cwnd as u64 };
+            target = Some(w);
             self.s.phase = if t < self.s.k { "cubic_concave" } else { "cubic_convex" };
             self.cubic_caps(&mut cnt, t, delay_min);
         }
@@ -378,7 +380,7 @@ impl Cubic {
                 cnt = cnt.min(max_cnt);
             }
             // RFC 9438 §4.3: W_cubic < W_est is the Reno-friendly region.
-            if !same_tick && self.s.tcp_cwnd as u64 > target {
+            if target.is_some_and(|w| self.s.tcp_cwnd as u64 > w) {
                 self.s.phase = "tcp_friendly";
             }
         }
@@ -663,6 +665,45 @@ mod tests {
         c.s.last_cwnd = 0;
         c.update(t0 + SimDuration::from_secs_f64(75f64.cbrt() - 1.5), 1);
         assert_eq!(c.s.cnt, 9900);
+    }
+
+    #[test]
+    fn time_is_counted_in_linux_ticks() {
+        // HZ = 250 (4-ms ticks). W_max 100, epoch at cwnd 70 at 10 s (tick 2500),
+        // K = ∛(30/0.4) = 4.2172 s, minRTT 25 ms. Each case fails if its rule goes.
+        let mut c = Cubic::new(CubicConfig::from_params(&params(r#"{"hystart": false}"#)).unwrap(), &init(10));
+        c.s.last_max_cwnd = 100;
+        c.s.w.cwnd = 70;
+        c.s.delay_min = Some(SimDuration::from_millis(25));
+        let t0 = SimTime::from_secs(10);
+        c.start_epoch(t0, 1);
+        let at = |ms: u64| t0 + SimDuration::from_millis(ms);
+        // minRTT rounded UP to 7 ticks: 620 ticks after the epoch t = ⌊627·1024/250⌋
+        // /1024 = 2.50781 s, C·(K − t)³ = 1.99 → delta 1, target 99 > cwnd 98: cnt 98.
+        // Exact time (2.480 + 0.025 = 2.505 s: 2.0067 → delta 2, target 98) gives 9800.
+        c.s.w.cwnd = 98;
+        c.update(at(2480), 1);
+        assert_eq!(c.s.cnt, 98);
+        // An unchanged window keeps cnt for HZ/32 = 7 ticks. At 705 ticks t = 2.84766 s,
+        // C·1.3695³ = 1.03 → target 99 = cwnd 99: cnt 9900; 5 ticks later t = 2.86719 s,
+        // C·1.3500³ = 0.98 → target 100 would give cnt 99, but nothing is recomputed.
+        c.s.w.cwnd = 99;
+        c.update(at(2820), 1);
+        assert_eq!(c.s.cnt, 9900);
+        c.update(at(2840), 1);
+        assert_eq!(c.s.cnt, 9900);
+        // The cubic part runs once per tick. A fresh look at 450 ticks: t = 1.82715 s,
+        // C·2.3901³ = 5.46 → target 95 < 99: cnt 9900. Half a tick later cwnd is 98
+        // (a new window, so no HZ/32 hold) but the tick is the same: cnt stays 9900
+        // (recomputed it would be 9800); the next tick recomputes it: 9800.
+        c.s.last_cwnd = 0;
+        c.update(at(1800), 1);
+        assert_eq!(c.s.cnt, 9900);
+        c.s.w.cwnd = 98;
+        c.update(at(1802), 1);
+        assert_eq!(c.s.cnt, 9900);
+        c.update(at(1804), 1);
+        assert_eq!(c.s.cnt, 9800);
     }
 
     #[test]

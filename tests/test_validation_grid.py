@@ -273,6 +273,10 @@ def test_an_empty_kernel_side_stays_empty():
     ("cell,backend,seed\nreno-cubic|100ms|1bdp|droptail,vm,42\n", "missing"),
     ("cell,seed,flow,share,jain_of_means\nreno-cubic|100ms|1bdp|droptail,,0,20,0.8\n", "line 2: an empty seed"),
     ("cell,seed,flow,share,jain_of_means\nnot-a-cell,42,0,20,0.8\n", "is not a grid cell id"),
+    ("cell,seed,flow,share,jain_of_means,retransmits\nreno-cubic|100ms|1bdp|droptail,42,0,20,0.8,lots\n",
+     "line 2: retransmits is 'lots', not a number"),
+    ("cell,seed,flow,share,jain_of_means,vm_format\nreno-cubic|100ms|1bdp|droptail,42,0,20,0.8,five\n",
+     "line 2: vm_format is 'five', not a number"),
 ])
 def test_a_broken_kernel_results_file_is_refused_with_what_is_wrong(tmp_path, text, says):
     from fairlab.cli.common import UsageError

@@ -55,7 +55,17 @@ def read_kernel_results(path: Path) -> pd.DataFrame:
     for c in grid.RESULT_COLUMNS:
         if c not in df.columns:
             df[c] = 1 if c == "vm_format" else np.nan
-    df["vm_format"] = pd.to_numeric(df["vm_format"], errors="coerce").fillna(1).astype("int64")
+    # Numbers must be numbers: a word where a count belongs would otherwise surface as
+    # a pandas error deep in the comparison (or, for vm_format, as a silent format 1).
+    for c in ("mean_bps", "share", "jain_of_means", "mean_jt", "retransmits", "drops", "vm_format"):
+        given = df[c].notna()
+        numeric = pd.to_numeric(df[c], errors="coerce")
+        bad = given & numeric.isna()
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise UsageError(f"{path}, line {i + 2}: {c} is {df[c].iloc[i]!r}, not a number")
+        df[c] = numeric
+    df["vm_format"] = df["vm_format"].fillna(1).astype("int64")
     from ..backends.vm.plan import VM_FORMAT_VERSION
 
     newer = df[(df["vm_format"] < 1) | (df["vm_format"] > VM_FORMAT_VERSION)]

@@ -164,9 +164,9 @@ def _be32(x: int) -> int:
     return int.from_bytes(x.to_bytes(4, "big"), "little")
 
 
-def _enq(t: float, sport: int, dport: int, seq: int, length: int, backlog: int, ret: int) -> str:
+def _enq(t: float, sport: int, dport: int, seq: int, length: int, backlog: int, ret: int, *, dseq: int = 0) -> str:
     return (f"  <idle>-0  [000] b.s2.  {t:.6f}: enq: (bfifo_enqueue+0x0/0x90) sport={_be16(sport)} dport={_be16(dport)} "
-            f"seq={_be32(seq % (1 << 32))} len={length} backlog={backlog}\n"
+            f"seq={_be32(seq % (1 << 32))} dseq={_be32(dseq % (1 << 32))} len={length} backlog={backlog}\n"
             f"  <idle>-0  [000] b.s2.  {t:.6f}: enq_ret: (htb_enqueue+0x9b/0x4a0 <- bfifo_enqueue) ret={ret:#x}\n")
 
 
@@ -189,6 +189,27 @@ def test_kprobe_events_become_rows_of_the_data_connections():
     assert list(frame["seq"].iloc[:7]) == [0, 1, 2, 3, 4, 5, 2]
     assert list(frame["event"].astype(str).iloc[:7]) == ["queued"] * 5 + ["dropped", "queued"]
     assert list(frame["backlog_bytes"].iloc[:6]) == [0, 1514, 3028, 4542, 6056, 7570]
+
+
+def test_a_dccp_flows_packets_are_numbered_by_its_packet_sequence():
+    # A DCCP header (RFC 4340 §5.1) has the ports where TCP has them and its 48-bit
+    # sequence number at bytes 10-15; what the probe's TCP field reads there (data
+    # offset, CCVal, checksum) is noise. The sequence's low 32 bits wrap here after
+    # the second packet; a dropped packet is never sent again (DCCP does not
+    # retransmit), so the indices run on.
+    low = (1 << 32) - 2
+    text = ""
+    for k in range(5):
+        noise = 0x05A0_1234 + 977 * k  # data offset 5, a CCVal, a checksum: not a sequence
+        text += _enq(2.0 + k * 1e-3, 40010, 5202, noise, 1470, 1470 * k, 1 if k == 3 else 0, dseq=(0x1234 << 32) + low + k)
+    text += _enq(2.01, 40002, 5201, 5 + 1448, 1514, 0, 0, dseq=999)  # a TCP flow beside it: its byte sequence counts
+    text += _enq(2.02, 40002, 5201, 5 + 2 * 1448, 1514, 0, 0, dseq=7)
+    frame, left_out = vm_queue_trace.parse(text, t0_ns=0, ports={5201: 0, 5202: 1}, mss={0: 1448, 1: 1448},
+                                           dccp_ports=frozenset({5202}))
+    assert left_out.packets == 0
+    assert list(frame["flow"]) == [1] * 5 + [0, 0]
+    assert list(frame["seq"]) == [0, 1, 2, 3, 4, 0, 1]
+    assert list(frame["event"].astype(str))[:5] == ["queued"] * 3 + ["dropped", "queued"]
 
 
 def test_a_malformed_queue_trace_is_an_error_naming_the_line():
@@ -259,6 +280,27 @@ def test_the_kernels_queue_trace_matches_its_qdisc_counters_and_iperf3(tmp_path,
     for flow, label in enumerate(tr.flows["label"]):
         sent_again = counters[label].get("Tcp.RetransSegs", 0)
         assert data[flow] - 1 <= sent_again <= drops[flow] + left, (label, int(data[flow]), sent_again, left)
+
+
+def test_the_kernels_dccp_packets_each_appear_once_in_sequence(tmp_path, vm_ready):
+    # The kernel numbers every DCCP packet it sends, one after another, and never
+    # sends a number twice: a probe that reads the right header bytes sees the
+    # DCCP flow's numbers 0, 1, 2, ... each exactly once (queued or dropped); any
+    # other offset gives noise (checksums, option bytes). Drops are the qdisc's.
+    from fairlab.backends.vm.runner import run_vm
+    from fairlab.scenario import load_scenario
+
+    p = _scenario(tmp_path, duration="5s")
+    p.write_text(p.read_text().replace('cca = "reno"', 'cca = "ccid2"', 1))
+    dest = tmp_path / "q.parquet"
+    tr = run_vm(load_scenario(p), seed=3, image=vm_ready, queue_trace_path=dest)
+    q = pd.read_parquet(dest)
+    dccp = q[q["flow"] == 0]
+    assert len(dccp) > 1000
+    assert sorted(dccp["seq"]) == list(range(len(dccp)))
+    assert (dccp["event"] == "dropped").sum() > 0
+    drops = int((q["event"] == "dropped").sum())
+    assert drops + tr.meta["vm"]["queue_trace"]["left_out"]["drops"] == tr.meta["vm"]["bottleneck_totals"]["drops"]
 
 
 def test_the_guest_script_is_unchanged_unless_the_queue_is_traced(vm_ready):

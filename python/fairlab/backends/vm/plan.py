@@ -283,8 +283,6 @@ def build(scenario: Scenario, image: Image, *, seed: int, where: str = "", tcp_p
     queue = None
     if queue_trace is not None:
         why = queue_trace_guest.refusal(child, ecn=any(f["ecn"] for f in flows))
-        if why is None and any(gf.tool != "iperf3" for gf in gflows):
-            why = "the vm backend's queue trace reads TCP headers; this scenario has DCCP flows (trace it with --backend sim)"
         if why is not None:
             raise VmPlanError(f"{pre}{why}")
         queue_kb = queue_trace_guest.buffer_kb(most_events(resolved))

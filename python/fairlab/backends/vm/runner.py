@@ -196,7 +196,8 @@ def _write_queue_trace(res: Path, scenario: Scenario, gplan: vm_plan.GuestPlan, 
     try:
         frame, left_out = queue_trace.parse(text, t0_ns=_int_file(res / "t0") or 0,
                                   ports={gf.port: gf.index for gf in gplan.flows},
-                                  mss={gf.index: int(flows[gf.index]["mss"]) for gf in gplan.flows})
+                                  mss={gf.index: int(flows[gf.index]["mss"]) for gf in gplan.flows},
+                                  dccp_ports=frozenset(gf.port for gf in gplan.flows if gf.tool == "dccpgen"))
     except queue_trace.QueueTraceError as exc:
         raise VmError(str(exc)) from None
     lost = tcp_probe.lost_events(_read(res / "queue-stats.txt"))  # the same ring-buffer stats file

@@ -16,9 +16,10 @@
 //! - Ack Ratio R (RFC 4340 §11.3): the receiver sends one Ack per R data packets.
 //!   Linux (since 3.x, "about 5 times the number of packets in the network",
 //!   RFC 4340 §7.5.2) sizes R from the window: with the receiver's Sequence Window
-//!   W = 100 (the sysctl default, which the receiver never changes) it doubles R
-//!   while (cwnd / R)·5 ≥ W and halves it while (cwnd / R)·5 < W/2, so R ≈ cwnd/15:
-//!   at a 200-packet window one Ack per 16 packets, each releasing a burst of 16.
+//!   W it doubles R while (cwnd / R)·5 ≥ W and halves it while (cwnd / R)·5 < W/2.
+//!   W is 50 here ([`PEER_SEQ_WINDOW`] says why, and how it was measured), so
+//!   R ≈ cwnd/7: at a 200-packet window one Ack per 32 packets, each releasing a
+//!   burst of 32.
 //!   R never exceeds ⌈cwnd/2⌉, is cut to cwnd/2 after a loss that leaves it above
 //!   cwnd, and to 1 by a timeout. A change is feature negotiation (RFC 4340 §6):
 //!   it rides on the next data packets, the receiver uses it from the first
@@ -27,9 +28,13 @@
 //!   The sender's own Sequence Window, which Linux grows in step with cwnd (×2
 //!   while cwnd·5 ≥ it), never limits the window and is not modelled.
 //! - The Ack Vector is carried compressed ([`Ack::vector`]): the greatest sequence
-//!   received plus a bitmap of the 128 sequence numbers below it. The receiver also
-//!   flushes pending Acks with the flow's delayed-ACK timeout so a tail never
-//!   stalls at R > 1.
+//!   received, a bitmap of the 128 sequence numbers below it and the run of
+//!   received packets below those (a real Ack Vector's run-length bytes).
+//! - The receiver sends an Ack on every R-th data packet and at no other time:
+//!   Linux 6.1's DCCP has no delayed-Ack timer in the OPEN state
+//!   (`dccp_send_delayed_ack` is compiled out), so when fewer than R packets can
+//!   reach it the sender waits for its RTO. The 2.6.22 rules keep a flush after
+//!   the flow's delayed-ACK timeout (not checked against 2.6.22's source).
 
 use std::collections::VecDeque;
 
@@ -43,8 +48,16 @@ use crate::rtt::RttEstimator;
 const NUMDUPACK: u64 = 3;
 /// Width of the compressed Ack Vector.
 const VECTOR_BITS: u64 = 128;
-/// The receiver's Sequence Window (Linux `net.dccp.default.seq_window`).
-const PEER_SEQ_WINDOW: u64 = 100;
+/// The receiver's Sequence Window as the sender knows it (Linux `dccps_r_seq_win`).
+/// It starts at the `net.dccp.default.seq_window` sysctl, 100, but the receiver's
+/// own CCID2 halves it as soon as one packet the receiver sent as data is
+/// acknowledged (`ccid2_new_ack`: its window of a few packets is below a tenth of
+/// 100), and a receiving application that answers once at the start — as
+/// `fairlab-dccpgen`'s server does with READY — sends one. Measured on Linux 6.1
+/// (vm backend, CCID2 against Reno at 50 ms, 2026-11-29): CCID2 sent bursts of 128,
+/// 64, 32 and 16 packets (one Ack Ratio each) at windows of about 760, 450, 270
+/// and 150 packets, cwnd/R within [5, 10): the rule below with 50, not 100.
+const PEER_SEQ_WINDOW: u64 = 50;
 /// Linux `CCID2_WIN_CHANGE_FACTOR`.
 const WIN_CHANGE_FACTOR: u64 = 5;
 /// RFC 4340 §11.3: Ack Ratio is a 16-bit feature.
@@ -349,9 +362,10 @@ impl DccpSender {
         let mut maxincr = self.ack_ratio.div_ceil(2);
         let mut newly = 0u64;
         if hi >= self.base && hi < self.next_seq {
-            let lo = self.base.max(hi.saturating_sub(VECTOR_BITS));
+            let lo = self.base.max(hi.saturating_sub(VECTOR_BITS + ack.run_below));
             for seq in lo..=hi {
-                let received = seq == hi || (ack.vector() >> (hi - 1 - seq)) & 1 == 1;
+                let k = hi.saturating_sub(1 + seq);
+                let received = seq == hi || if k < VECTOR_BITS { (ack.vector() >> k) & 1 == 1 } else { true };
                 if !received {
                     continue;
                 }
@@ -482,13 +496,18 @@ pub(crate) struct DccpReceiver {
     last_acked_hi: u64,
     ce_count: u64,
     ack_seq: u64,
-    delack_timeout: SimDuration,
+    /// Consecutive packets received just below the vector's window, ending at
+    /// `hi - VECTOR_BITS - 1` (what a run-length Ack Vector says in one byte).
+    run_below: u64,
+    /// 2.6.22 rules only: a leftover is flushed after this long (see the module
+    /// notes); Linux 6.1's receiver has no such timer.
+    delack_timeout: Option<SimDuration>,
     pub(crate) delack_deadline: SimTime,
     pub(crate) app_bytes: u64,
 }
 
 impl DccpReceiver {
-    fn new(delack_timeout: SimDuration) -> Self {
+    fn new(delack_timeout: Option<SimDuration>) -> Self {
         DccpReceiver {
             hi: None,
             vector: 0,
@@ -496,9 +515,49 @@ impl DccpReceiver {
             last_acked_hi: 0,
             ce_count: 0,
             ack_seq: 0,
+            run_below: 0,
             delack_timeout,
             delack_deadline: SimTime::MAX,
             app_bytes: 0,
+        }
+    }
+
+    /// When `hi` moves from `h` to `s`, the packets `h - 128 ..= s - 129` leave the
+    /// vector's window: received ones extend the run below it, a hole ends it.
+    /// Returns whether a received, unreported packet would leave what an Ack can
+    /// describe (a hole leaving with it above), so the receiver must acknowledge
+    /// first, and the run after the move.
+    fn run_after(&self, h: u64, s: u64) -> (bool, u64) {
+        let mut run = self.run_below;
+        let mut needs_ack = false;
+        if s <= VECTOR_BITS {
+            return (false, run);
+        }
+        let mut seq = h.saturating_sub(VECTOR_BITS);
+        while seq <= s - VECTOR_BITS - 1 {
+            // Above the old `hi` nothing has arrived.
+            let got = seq == h || (seq < h && self.has(h, seq));
+            if got {
+                run += 1;
+            } else {
+                needs_ack |= run > 0 && seq > self.last_acked_hi + 1;
+                run = 0;
+                if seq > h {
+                    break; // holes up to `s - 129`
+                }
+            }
+            seq += 1;
+        }
+        (needs_ack, run)
+    }
+
+    /// Whether packet `seq` (below `hi`) has arrived, as the current state says.
+    fn has(&self, hi: u64, seq: u64) -> bool {
+        let k = hi - 1 - seq;
+        if k < VECTOR_BITS {
+            (self.vector >> k) & 1 == 1
+        } else {
+            seq + VECTOR_BITS + self.run_below >= hi
         }
     }
 
@@ -509,12 +568,23 @@ impl DccpReceiver {
         // Datagrams are delivered to the application as they arrive (RFC 4340 §1).
         self.app_bytes += pkt.len as u64;
         let s = pkt.seq;
+        let mut forced = None;
         match self.hi {
             None => {
                 self.hi = Some(s);
                 self.vector = 0;
             }
             Some(h) if s > h => {
+                // The packets that leave the vector's window join the run below it,
+                // or end it at a hole. Received packets below a hole can no longer
+                // be described once the hole leaves, so if any of them is still
+                // unreported the receiver acknowledges first (Linux's Ack Vector is
+                // run-length coded and long enough never to need this).
+                let (needs_ack, run) = self.run_after(h, s);
+                if needs_ack {
+                    forced = Some(self.make_ack());
+                }
+                self.run_below = run;
                 let shift = s - h;
                 self.vector = if shift > VECTOR_BITS {
                     0
@@ -534,15 +604,18 @@ impl DccpReceiver {
             Some(_) => {}
         }
         self.pending += 1;
+        if forced.is_some() {
+            return forced;
+        }
         let r = (pkt.aux as u64).max(1);
-        let hi = self.hi.unwrap_or(0);
-        // One Ack per R data packets (RFC 4341 §6.1.2), and before unreported
-        // packets could fall out of the 128-packet vector.
-        if self.pending >= r || hi.saturating_sub(self.last_acked_hi) >= VECTOR_BITS * 3 / 4 {
+        // One Ack per R data packets (RFC 4341 §6.1.2; Linux `ccid2_hc_rx_packet_recv`).
+        if self.pending >= r {
             return Some(self.make_ack());
         }
-        if self.delack_deadline == SimTime::MAX {
-            self.delack_deadline = now + self.delack_timeout;
+        if let Some(t) = self.delack_timeout {
+            if self.delack_deadline == SimTime::MAX {
+                self.delack_deadline = now + t;
+            }
         }
         None
     }
@@ -562,7 +635,7 @@ impl DccpReceiver {
         self.delack_deadline = SimTime::MAX;
         let hi = self.hi.unwrap_or(0);
         self.last_acked_hi = hi;
-        let a = Ack::new(hi, self.vector, self.ce_count, self.ack_seq);
+        let a = Ack::new(hi, self.vector, self.run_below, self.ce_count, self.ack_seq);
         self.ack_seq += 1;
         a
     }
@@ -577,7 +650,8 @@ pub(crate) struct DccpFlow {
 
 impl DccpFlow {
     pub fn new(cfg: DccpConfig) -> Self {
-        DccpFlow { snd: DccpSender::new(cfg), rcv: DccpReceiver::new(cfg.delack_timeout) }
+        let flush = cfg.linux_2622.then_some(cfg.delack_timeout);
+        DccpFlow { snd: DccpSender::new(cfg), rcv: DccpReceiver::new(flush) }
     }
     #[inline]
     pub fn on_ack(&mut self, now: SimTime, ack: &Ack, out: &mut Vec<Pkt>) {
@@ -635,11 +709,74 @@ mod tests {
         (s, out)
     }
 
+    /// A sender with window `cwnd` and Ack Ratio `r` in force, and the packets it sent.
+    fn sender_with(cwnd: u64, r: u64) -> (DccpSender, Vec<Pkt>) {
+        let mut s = DccpSender::new(cfg());
+        s.cwnd = cwnd;
+        s.ssthresh = 2;
+        s.ack_ratio = r;
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        (s, out)
+    }
+
+    #[test]
+    fn an_ack_ratio_above_128_is_one_ack_that_reports_every_packet() {
+        // Linux's Ack Vector is run-length coded: one Ack per R packets whatever R,
+        // and the Ack accounts for all of them (the 128-bit vector plus the run below).
+        let (mut s, out) = sender_with(300, 200);
+        assert_eq!(out.len(), 300);
+        let mut rcv = DccpReceiver::new(None);
+        let acks: Vec<Ack> = out.iter().filter_map(|p| rcv.on_data(SimTime::from_millis(50), p)).collect();
+        assert_eq!(acks.len(), 1, "one Ack per 200 packets, none forced");
+        s.on_ack(SimTime::from_millis(100), &acks[0], &mut Vec::new());
+        assert_eq!((s.acked_total, s.lost_total), (200, 0));
+    }
+
+    #[test]
+    fn a_hole_leaving_the_vector_makes_the_receiver_report_what_lies_below_it() {
+        // Packet 5 is lost. When it would leave the 128-packet window (on the arrival
+        // of packet 134) packets 0-4 would become indescribable, so the receiver
+        // acknowledges then; every packet that arrived is reported, and the hole is
+        // declared lost once three later packets are acknowledged.
+        let (mut s, out) = sender_with(400, 200);
+        let mut rcv = DccpReceiver::new(None);
+        let mut acks = Vec::new();
+        for p in out.iter().filter(|p| p.seq != 5) {
+            if let Some(a) = rcv.on_data(SimTime::from_millis(50), p) {
+                acks.push((p.seq, a));
+            }
+        }
+        assert_eq!(acks[0].0, 134, "the forced Ack comes as packet 5 leaves the window");
+        assert_eq!(acks[0].1.cum, 133);
+        // Then one Ack per 200 packets again: 134 counted, the 200th is 333.
+        assert_eq!(acks.iter().map(|(seq, _)| *seq).collect::<Vec<_>>(), vec![134, 333]);
+        assert_eq!(acks[1].1.run_below, 333 - 128 - 6, "packets 6..=204 below the vector");
+        for (_, a) in &acks {
+            s.on_ack(SimTime::from_millis(100), a, &mut Vec::new());
+        }
+        assert_eq!(s.acked_total, 333, "0..=333 but packet 5");
+        assert_eq!(s.lost_total, 1);
+    }
+
+    #[test]
+    fn the_receiver_never_acknowledges_on_a_timer() {
+        // Linux 6.1 has no delayed-Ack timer for DCCP in OPEN: three packets at
+        // R = 4 stay unacknowledged however long the receiver waits.
+        let (_, out) = sender_with(3, 4);
+        let mut flow = DccpFlow::new(cfg());
+        for p in &out {
+            assert!(flow.on_data(SimTime::from_millis(50), p).is_none());
+        }
+        assert_eq!(flow.rcv.delack_deadline, SimTime::MAX);
+        assert!(flow.rcv.on_timer(SimTime::from_secs(10)).is_none());
+    }
+
     #[test]
     fn sends_initial_window_and_grows_in_slow_start() {
         let (mut s, out) = started();
         assert_eq!(out.len(), 4);
-        let mut rcv = DccpReceiver::new(SimDuration::from_millis(40));
+        let mut rcv = DccpReceiver::new(None);
         let mut acks = Vec::new();
         for p in &out {
             if let Some(a) = rcv.on_data(SimTime::from_millis(50), p) {
@@ -665,7 +802,7 @@ mod tests {
     #[test]
     fn a_packet_is_lost_after_three_later_packets_are_acked_and_cwnd_halves_once() {
         let (mut s, out) = started();
-        let mut rcv = DccpReceiver::new(SimDuration::from_millis(40));
+        let mut rcv = DccpReceiver::new(None);
         // packets 0 and 1 lost, 2 and 3 arrive
         let mut last = None;
         for p in &out[2..] {
@@ -719,12 +856,12 @@ mod tests {
 
     #[test]
     fn the_ack_ratio_follows_the_window_as_linux_sizes_it() {
-        // Linux keeps cwnd/R in [10, 20): five windows' worth of Acks inside the
-        // receiver's 100-packet Sequence Window (RFC 4340 §7.5.2). At a window of
-        // 200 to 319 packets that is R = 16, and 12 to 19 Acks per round.
+        // Linux keeps cwnd/R in [5, 10): five windows' worth of Acks inside the
+        // receiver's 50-packet Sequence Window (RFC 4340 §7.5.2). At a window of
+        // 200 to 319 packets that is R = 32, and 6 to 10 Acks per round.
         let (mut s, out) = started();
         s.ssthresh = 260;
-        let mut rcv = DccpReceiver::new(SimDuration::from_millis(40));
+        let mut rcv = DccpReceiver::new(None);
         let mut t = SimTime::ZERO;
         let mut out = out;
         while s.cwnd < 200 {
@@ -732,8 +869,8 @@ mod tests {
         }
         let (_, acks) = rounds(&mut s, &mut rcv, out, 3, &mut t);
         assert!((200..320).contains(&s.cwnd), "cwnd {}", s.cwnd);
-        assert_eq!(s.ack_ratio, 16);
-        assert!((12..=20).contains(&acks), "{acks} Acks for a window of {}", s.cwnd);
+        assert_eq!(s.ack_ratio, 32);
+        assert!((6..=10).contains(&acks), "{acks} Acks for a window of {}", s.cwnd);
     }
 
     #[test]

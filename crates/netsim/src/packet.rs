@@ -154,10 +154,14 @@ pub(crate) struct DccpAck {
     /// Greatest sequence number received (RFC 4340 §5.3 Acknowledgement Number).
     pub cum: u64,
     /// Ack Vector, compressed: bit k set ⇔ packet `cum - 1 - k` was received
-    /// (RFC 4340 §11.4; the receiver forces an Ack before a packet would fall out
-    /// of this 128-packet window unreported). Two words, low first: a `u128` field
-    /// would align the whole [`Ack`] to 16 bytes.
+    /// (RFC 4340 §11.4). Two words, low first: a `u128` field would align the
+    /// whole [`Ack`] to 16 bytes.
     vector: [u64; 2],
+    /// Below the vector's 128 packets, the run of received packets that ends at
+    /// `cum - 129` (one run-length byte of a real Ack Vector). The receiver
+    /// acknowledges early rather than let a received, unreported packet fall out
+    /// of what these two fields can say.
+    pub run_below: u64,
     /// Cumulative count of CE-marked packets received (the "ECN marked" state of
     /// the Ack Vector, RFC 4340 §11.4, summarised).
     pub ce_count: u64,
@@ -168,8 +172,8 @@ pub(crate) struct DccpAck {
 
 impl DccpAck {
     /// An Ack of `cum` with Ack Vector `vector`.
-    pub fn new(cum: u64, vector: u128, ce_count: u64, ack_seq: u64) -> Self {
-        DccpAck { cum, vector: [vector as u64, (vector >> 64) as u64], ce_count, ack_seq }
+    pub fn new(cum: u64, vector: u128, run_below: u64, ce_count: u64, ack_seq: u64) -> Self {
+        DccpAck { cum, vector: [vector as u64, (vector >> 64) as u64], run_below, ce_count, ack_seq }
     }
     /// The Ack Vector (see the field).
     #[inline]

@@ -316,7 +316,8 @@ def test_every_slice_names_a_cell_the_same_way():
     assert set(grid.cells("core")) <= full and set(grid.cells("homogeneous")) <= full
     shipped = pd.read_csv(committed_vm_results())["cell"].unique()
     assert all(grid.Cell.from_id(c) in full for c in shipped)
-    assert len(grid.pairs()) == 39 and len({frozenset(p) for p in grid.pairs()}) == 39
+    # 15 controls (CCID2 the 15th) against themselves, CUBIC and Reno: 15 + 14 + 13 pairs.
+    assert len(grid.pairs()) == 42 and len({frozenset(p) for p in grid.pairs()}) == 42
 
 
 def test_the_spread_verdict_reads_the_kernels_few_seeds_honestly():

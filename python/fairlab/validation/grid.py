@@ -69,9 +69,11 @@ SPREAD_FACTOR = 2.0
 #: seeds give 0.998, 0.999 and 1.000 (sd 0.001) varies no more, for any reader, than
 #: one with sd 0.004; a ratio of two such spreads is noise.
 SPREAD_FLOOR = 0.005
-#: Congestion controls the simulator and Debian's 6.1 kernel both have (Linux names).
+#: Congestion controls the simulator and Debian's 6.1 kernel both have (Linux names),
+#: DCCP's CCID2 included (the kernel's through `fairlab-dccpgen`); last, so that the
+#: grid's order, in which the kernel side is run, keeps the TCP cells first.
 BOTH = ("reno", "bic", "cubic", "highspeed", "htcp", "scalable", "vegas", "westwood", "hybla",
-        "illinois", "lp", "veno", "yeah", "bbr")
+        "illinois", "lp", "veno", "yeah", "bbr", "ccid2")
 RTTS_MS = (25, 100, 200)
 BUFFERS_BDP = (0.2, 1.0)
 AQM_PAIRS = (("reno", "reno"), ("cubic", "cubic"), ("reno", "cubic"), ("cubic", "bbr"))

@@ -231,7 +231,9 @@ def run_results(trace, cell: Cell, backend: str, seed: int) -> pd.DataFrame:
             "cell": cell.id, "backend": backend, "seed": int(seed), "flow": i, "cca": cell.flows[i],
             "mean_bps": float(means[i]), "share": float(100 * means[i] / total) if total > 0 else np.nan,
             "jain_of_means": float(a.jain.of_means), "mean_jt": float(a.jain.mean_jt),
-            "retransmits": float(retrans.get(f.flow, np.nan)) if len(retrans) else np.nan,
+            # A kernel DCCP flow has no retransmission count (DCCP never retransmits,
+            # and its generator reports none): NaN, as for a flow with no samples.
+            "retransmits": _number(retrans.get(f.flow, np.nan)),
             "drops": float(drops),
             # Provenance of a kernel run: the release and the vm image's key.
             "kernel": trace.meta.get("kernel") if backend == "vm" else None,
@@ -240,6 +242,10 @@ def run_results(trace, cell: Cell, backend: str, seed: int) -> pd.DataFrame:
             "vm_format": (trace.meta.get("vm") or {}).get("format_version") if backend == "vm" else None,
         })
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def _number(x: Any) -> float:
+    return float(x) if pd.notna(x) else np.nan
 
 
 def store_results(store_root: Path, backend: str, *, every_format: bool = False) -> pd.DataFrame:

@@ -249,6 +249,20 @@ def test_sigterm_mid_run_leaves_nothing_behind(tmp_path, vm_ready):
     assert list(scratch.iterdir()) == []
 
 
+def test_keep_dir_keeps_the_guests_files_and_is_refused_elsewhere(tmp_path, vm_ready):
+    # The guest's own log and results, for a run that needs explaining (the vm
+    # backend's errors point there); only a single vm run has them.
+    keep = tmp_path / "guest"
+    cp = fairlab("run", _scenario(tmp_path, duration="2s"), "--backend", "vm", "--keep-dir", keep, "--out", tmp_path / "o")
+    assert cp.returncode == 0, cp.stderr
+    assert "fl_launch" in (keep / "run.sh").read_text()  # the script the guest ran
+    assert (keep / "run.log").is_file() and (keep / "server-0.json").is_file()
+    cp = fairlab("run", _scenario(tmp_path), "--keep-dir", tmp_path / "k2", "--out", tmp_path / "o")
+    assert cp.returncode == 2 and "Traceback" not in cp.stderr
+    assert "--keep-dir" in cp.stderr and "--backend vm" in cp.stderr
+    assert not (tmp_path / "k2").exists()
+
+
 def test_ccid2_runs_on_the_real_kernels_dccp(tmp_path, vm_ready):
     """A CCID2 flow (fairlab-dccpgen over the guest's dccp_ipv4) against Reno: both
     deliver, and together no more than the link carried."""

@@ -23,19 +23,23 @@ def run_scenario(
     progress: Callable[[float], bool | None] | None = None,
     tcp_probe_path: str | os.PathLike[str] | None = None,
     queue_trace_path: str | os.PathLike[str] | None = None,
+    keep_dir: str | os.PathLike[str] | None = None,
 ) -> Trace:
     """Run ``scenario`` once on ``backend`` ("sim", "live" or "vm") with ``seed``. The
     scenario's `title` and `description`, when given, are copied into the trace's meta.
     ``tcp_probe_path`` (vm and sim) also writes every sender's per-ACK state there:
     the kernel's `tcp:tcp_probe` trace, or the simulator's record of the same.
     ``queue_trace_path`` (vm and sim) writes every packet's fate at the bottleneck
-    queue there (`backends/queue_trace.py`)."""
+    queue there (`backends/queue_trace.py`). ``keep_dir`` (vm) keeps the guest's raw
+    result files there, whether the run succeeds or not."""
+    if keep_dir is not None and backend != "vm":
+        raise ValueError(f"keeping the guest's files needs the vm backend, not {backend!r}")
     if tcp_probe_path is not None and backend not in PROBE_BACKENDS:
         raise ValueError(f"a per-ACK trace (tcp_probe) needs the {' or '.join(PROBE_BACKENDS)} backend, not {backend!r}")
     if queue_trace_path is not None and backend not in PROBE_BACKENDS:
         raise ValueError(f"a queue trace needs the {' or '.join(PROBE_BACKENDS)} backend, not {backend!r}")
     trace = _run_on_backend(scenario, seed=seed, backend=backend, run_index=run_index, progress=progress,
-                            tcp_probe_path=tcp_probe_path, queue_trace_path=queue_trace_path)
+                            tcp_probe_path=tcp_probe_path, queue_trace_path=queue_trace_path, keep_dir=keep_dir)
     for key in ("title", "description"):
         if getattr(scenario, key) is not None:
             trace.meta[key] = getattr(scenario, key)
@@ -51,6 +55,7 @@ def _run_on_backend(
     progress: Callable[[float], bool | None] | None,
     tcp_probe_path: str | os.PathLike[str] | None = None,
     queue_trace_path: str | os.PathLike[str] | None = None,
+    keep_dir: str | os.PathLike[str] | None = None,
 ) -> Trace:
     if backend == "sim":
         from .backends.sim import simulate
@@ -72,6 +77,6 @@ def _run_on_backend(
         import sys
 
         return run_vm(scenario, seed=scenario.seed if seed is None else seed, run_index=run_index,
-                      tcp_probe_path=tcp_probe_path, queue_trace_path=queue_trace_path,
+                      tcp_probe_path=tcp_probe_path, queue_trace_path=queue_trace_path, keep_dir=keep_dir,
                       progress=lambda s: print(s, file=sys.stderr, flush=True))
     raise ValueError(f"unknown backend {backend!r}; allowed: {', '.join(BACKENDS)}")

@@ -34,7 +34,8 @@ def run(
     overrides: Optional[list[str]] = typer.Option(None, "--set", metavar="PATH=VALUE", help=SET_HELP),
     as_json: bool = typer.Option(False, "--json", help="print a JSON document instead of tables: a single run's analysis, or a campaign's outcome (docs/cli.md)"),
     tcp_probe: bool = typer.Option(False, "--tcp-probe", help="vm or sim, single run: also record every sender's state at each ACK to <out>/<name>.tcp_probe.parquet (vm: the kernel's tcp:tcp_probe tracepoint; sim: the same quantities; docs/vm.md)"),
-    queue_trace: bool = typer.Option(False, "--queue-trace", help="vm or sim, single run: also record every packet's fate at the bottleneck queue (queued, dropped, marked; the backlog it found) to <out>/<name>.queue.parquet (vm: DropTail only; docs/queue-trace.md)"),
+    queue_trace: bool = typer.Option(False, "--queue-trace", help="vm or sim, single run: also record every packet's fate at the bottleneck queue (queued, dropped, marked; the backlog it found) to <out>/<name>.queue.parquet (vm: DropTail, and RED or PIE without ECN; docs/queue-trace.md)"),
+    keep_dir: Optional[Path] = typer.Option(None, "--keep-dir", help="vm, single run: keep the guest's raw result files (run.log, the generators' reports, the traces) in this directory, whether the run succeeds or fails"),
 ) -> None:
     """Run a scenario on the simulator (default), live or on a real kernel in a VM;
     write the Trace and print the analysis."""
@@ -57,9 +58,12 @@ def run(
     if queue_trace and (backend not in PROBE_BACKENDS or not single):
         raise UsageError("--queue-trace records the bottleneck's packets in one run: it needs --backend vm or sim, "
                          "and a scenario without a sweep and with runs = 1")
+    if keep_dir is not None and (backend != "vm" or not single):
+        raise UsageError("--keep-dir keeps the guest's files of one run: it needs --backend vm and a scenario "
+                         "without a sweep and with runs = 1")
     if single:
         _single(campaign.tasks[0].model(), campaign.tasks[0].seed, backend, out_dir, as_json, source=scenario,
-                tcp_probe=tcp_probe, queue_trace=queue_trace)
+                tcp_probe=tcp_probe, queue_trace=queue_trace, keep_dir=keep_dir)
     else:
         report = run_campaign_with_progress(campaign, out_dir, workers=workers, dask=dask, as_json=as_json)
         if as_json:
@@ -74,7 +78,7 @@ def _campaign(doc: dict, path: Path, backend: str):
 
 
 def _single(model: Scenario, seed: int, backend: str, out_dir: Path, as_json: bool, *, source: Path,
-            tcp_probe: bool = False, queue_trace: bool = False) -> None:
+            tcp_probe: bool = False, queue_trace: bool = False, keep_dir: Path | None = None) -> None:
     total = model.duration / 1e9
     on_progress = SimulatedTime(model.name, total, enabled=not as_json)
     probe_path = inside(out_dir, f"{slug(model.name)}.tcp_probe.parquet") if tcp_probe else None
@@ -83,7 +87,7 @@ def _single(model: Scenario, seed: int, backend: str, out_dir: Path, as_json: bo
         out_dir.mkdir(parents=True, exist_ok=True)
     try:
         trace = run_scenario(model, seed=seed, backend=backend, progress=on_progress, tcp_probe_path=probe_path,
-                             queue_trace_path=queue_path)
+                             queue_trace_path=queue_path, keep_dir=keep_dir)
     except ValueError as exc:
         # Engine and live errors name the field; say which file it is in.
         raise type(exc)(f"{source}: {exc}") from None

@@ -364,8 +364,7 @@ impl DccpSender {
         if hi >= self.base && hi < self.next_seq {
             let lo = self.base.max(hi.saturating_sub(VECTOR_BITS + ack.run_below));
             for seq in lo..=hi {
-                let k = hi.saturating_sub(1 + seq);
-                let received = seq == hi || if k < VECTOR_BITS { (ack.vector() >> k) & 1 == 1 } else { true };
+                let received = seq == hi || reported(hi, ack.vector(), ack.run_below, seq);
                 if !received {
                     continue;
                 }
@@ -487,6 +486,18 @@ impl DccpSender {
     }
 }
 
+/// Whether an Ack of `hi` with Ack Vector `vector` and `run_below` received packets
+/// below it says that packet `seq` (< `hi`) arrived — the one reading of the
+/// compressed vector, shared by the receiver that builds it and the sender that reads it.
+fn reported(hi: u64, vector: u128, run_below: u64, seq: u64) -> bool {
+    let k = hi - 1 - seq;
+    if k < VECTOR_BITS {
+        (vector >> k) & 1 == 1
+    } else {
+        seq + VECTOR_BITS + run_below >= hi
+    }
+}
+
 /// The CCID 2 receiver: Ack Vector and Ack Ratio.
 #[derive(Debug)]
 pub(crate) struct DccpReceiver {
@@ -553,12 +564,7 @@ impl DccpReceiver {
 
     /// Whether packet `seq` (below `hi`) has arrived, as the current state says.
     fn has(&self, hi: u64, seq: u64) -> bool {
-        let k = hi - 1 - seq;
-        if k < VECTOR_BITS {
-            (self.vector >> k) & 1 == 1
-        } else {
-            seq + VECTOR_BITS + self.run_below >= hi
-        }
+        reported(hi, self.vector, self.run_below, seq)
     }
 
     fn on_data(&mut self, now: SimTime, pkt: &Pkt) -> Option<Ack> {

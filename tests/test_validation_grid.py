@@ -23,7 +23,7 @@ from fairlab.validation import grid
 
 #: Cells of the committed kernel data on which the simulator agreed (±5 points of
 #: share, ±0.03 of J of means) when the data was last refreshed (docs/validation/vm.md).
-MIN_AGREEING = 134  # 2026-11-29 (evening): 134 of the 184 shipped cells, 30 simulator seeds each (docs/validation/vm.md)
+MIN_AGREEING = 130  # 2026-11-29 (late): 130 of the 184 shipped cells, 30 simulator seeds each, after Linux 6.1's SACK cache (docs/validation/vm.md)
 
 
 def _sim_run(task) -> pd.DataFrame:
@@ -51,6 +51,14 @@ def test_the_simulator_keeps_its_agreement_with_the_kernel():
     table = grid.compare(_sim_rows(vm), vm)
     assert len(table) == vm["cell"].nunique()
     assert int(table["agree"].sum()) >= MIN_AGREEING, grid.markdown(table)
+    # The kernel's TCP senders resend what the bottleneck dropped and next to
+    # nothing else (SACK tells them exactly what arrived; a Linux 6.1 receiver never
+    # lets a block leave its cache unreported). Where the kernel's retransmissions
+    # are within 2 % of its drops, the simulator's must be too: before 2026-11-29 (late)
+    # its receiver forgot blocks and its senders resent 8 % more than they lost.
+    clean = table[table["vm_retrans"].notna() & (table["vm_retrans"] <= 1.02 * table["vm_drops"] + 1)]
+    spurious = clean[clean["sim_retrans"] > 1.02 * clean["sim_drops"] + 1]
+    assert spurious.empty, spurious[["cell", "sim_retrans", "sim_drops", "vm_retrans", "vm_drops"]].to_string()
 
 
 def _rows(cell: str, shares_by_seed: list[list[float]], j: list[float]) -> pd.DataFrame:

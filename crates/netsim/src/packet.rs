@@ -145,6 +145,9 @@ impl TcpAck {
     pub fn set_dsack(&mut self, s: u64) {
         debug_assert!(s != NO_DSACK);
         self.dsack = s;
+        // With timestamps the option has room for three blocks, the D-SACK first
+        // (RFC 2883 §4; Linux `tcp_established_options`).
+        self.nblocks = self.nblocks.min(MAX_SACK_BLOCKS as u8 - 1);
     }
 }
 

@@ -21,9 +21,13 @@
 //! `tcp_sack_new_ofo_skb`; on unless the flow turns it off): while out-of-order
 //! data is queued, the first three ACKs at each cumulative point go at once (the
 //! sender's fast retransmit needs them), later ones are held until a timer of
-//! min(1 ms, RTT/20) fires or 44 are held; quick-ACK mode, a CWR, a D-SACK, a
-//! filled hole and a new block that would push the oldest out of the SACK cache
-//! send at once, and every ACK sent carries what was held.
+//! min(1 ms, RTT/20) fires or 44 are held; quick-ACK mode, a CWR, a D-SACK and a
+//! filled hole send at once, and every ACK sent carries what was held. A segment
+//! that opens a SACK block behind two others, or grows one that is not among the
+//! first two, first sends the held ACK as it stands (Linux 6.1's
+//! `TCP_SACK_BLOCKS_EXPECTED`): with losses spread thin, nearly every arrival
+//! sends the ACK of the one before, and no block leaves the four-block cache
+//! unreported.
 //!
 //! Sequence numbers are segment indices (byte = index × MSS); the application
 //! reads in-order data immediately.
@@ -60,6 +64,12 @@ const COMP_SACK_NR: u16 = 44;
 const COMP_SACK_DELAY_NS: u64 = 1_000_000;
 /// Linux `TCP_FASTRETRANS_THRESH`: immediate ACKs per cumulative point first.
 const COMP_IMMEDIATE: u8 = 3;
+/// Linux `TCP_NUM_SACKS`: the blocks a receiver remembers (`selective_acks`);
+/// an ACK with timestamps has room for [`MAX_SACK_BLOCKS`] of them.
+const SACK_CACHE: usize = 4;
+/// Linux 6.1 `TCP_SACK_BLOCKS_EXPECTED`: a block that changes at this position of
+/// the cache or below sends what SACK compression holds first.
+const SACK_BLOCKS_EXPECTED: usize = 2;
 /// Linux `TCP_DELACK_MAX`, 200 ms: no delayed ACK waits longer.
 const MAX_ATO_NS: u64 = 200_000_000;
 /// The window a Linux receiver advertises first with the default `tcp_rmem`
@@ -268,11 +278,12 @@ pub(crate) struct TcpReceiver {
     comp_cum: u64,
     /// When the held ACK goes (Linux `compressed_ack_timer`); MAX when none.
     comp_deadline: SimTime,
-    /// The ranges most recently grown, newest first (RFC 2018 §4: the first SACK
+    /// Linux's SACK cache (`selective_acks`), newest first (RFC 2018 §4: the first
     /// block reports the newest arrival, the others the most recently reported
-    /// blocks). Kept like Linux's `selective_acks` cache so building an ACK never
-    /// scans all holes.
-    recent: [(u64, u64); MAX_SACK_BLOCKS],
+    /// blocks). Built from arriving segments as Linux builds it
+    /// (`tcp_sack_new_ofo_skb`): a block forgotten when a fifth pushed it out is
+    /// not reported again, even when a later segment joins its range.
+    recent: [(u64, u64); SACK_CACHE],
 }
 
 impl TcpReceiver {
@@ -335,7 +346,7 @@ impl TcpReceiver {
             delack_timeout,
             rcv_nxt: 0,
             ooo: VecDeque::new(),
-            recent: [(0, 0); MAX_SACK_BLOCKS],
+            recent: [(0, 0); SACK_CACHE],
             nrecent: 0,
             unacked: 0,
             delack_deadline: SimTime::MAX,
@@ -476,15 +487,21 @@ impl TcpReceiver {
             // are thousands, and the scan was a third of the run).
             let i = self.ooo.partition_point(|r| r.end <= s);
             let dup = self.ooo.get(i).is_some_and(|r| r.start <= s);
-            // Linux `tcp_sack_new_ofo_skb`: a new block when the SACK cache is full
-            // sends what is held first, before the oldest block is forgotten.
-            let new_block = !dup
-                && !(i < self.ooo.len() && self.ooo[i].start == s + 1)
-                && !(i > 0 && self.ooo[i - 1].end == s);
-            let flush = new_block && self.nrecent as usize >= MAX_SACK_BLOCKS && self.compressed > COMP_IMMEDIATE as u16;
             #[cfg(test)]
             assert_eq!(dup, self.ooo.iter().any(|r| r.start <= s && s < r.end), "out-of-order ranges out of order");
+            // Linux 6.1 `tcp_sack_new_ofo_skb`: a segment that opens a block behind
+            // two or more, or grows one that is not among the first two, first
+            // sends the ACK that SACK compression holds, as it stands (before this
+            // segment), so no block leaves the cache unreported.
+            let flush = !dup
+                && self.compressed > 0
+                && self.quick == 0
+                && !self.ack_now
+                && self.sack_cache_slot(s).map_or(self.nrecent as usize >= SACK_BLOCKS_EXPECTED, |k| k >= SACK_BLOCKS_EXPECTED);
+            let flushed = flush.then(|| self.make_ack(now, None));
             self.insert_ooo(s);
+            // Linux adds duplicates to the cache too (`goto add_sack`).
+            self.sack_cache_add(s);
             if !dup {
                 self.ooo_segs += 1;
             }
@@ -492,7 +509,13 @@ impl TcpReceiver {
                 // Linux `tcp_data_queue_ofo` grows the window for SACK flows too.
                 self.grow_window();
             }
-            if self.hold_sack(now, dup || flush) {
+            if let Some(ack) = flushed {
+                // This segment's own ACK is then held (`__tcp_ack_snd_check`).
+                let held = self.hold_sack(now, false);
+                debug_assert!(held, "a flush happens only while ACKs are held");
+                return Some(ack);
+            }
+            if self.hold_sack(now, dup) {
                 return None;
             }
             // RFC 5681 §4.2: an out-of-order segment is ACKed immediately (dupack).
@@ -569,43 +592,66 @@ impl TcpReceiver {
         None
     }
 
+    /// Records out-of-order segment `s` in the sorted, disjoint, never adjacent
+    /// ranges (a duplicate changes nothing).
     fn insert_ooo(&mut self, s: u64) {
         let i = self.ooo.partition_point(|r| r.end < s);
-        let mut merged = None;
         if i < self.ooo.len() {
             let r = self.ooo[i];
             if r.start <= s && s < r.end {
-                merged = Some((r.start, r.end)); // duplicate of an out-of-order segment
-            } else if r.end == s {
+                return; // duplicate of an out-of-order segment
+            }
+            if r.end == s {
                 let mut end = s + 1;
                 if i + 1 < self.ooo.len() && self.ooo[i + 1].start == s + 1 {
                     end = self.ooo[i + 1].end;
                     self.ooo.remove(i + 1);
                 }
                 self.ooo[i].end = end;
-                merged = Some((r.start, end));
-            } else if r.start == s + 1 {
+                return;
+            }
+            if r.start == s + 1 {
                 self.ooo[i].start = s;
-                merged = Some((s, r.end));
+                return;
             }
         }
-        let (a, b) = merged.unwrap_or_else(|| {
-            self.ooo.insert(i, OooRange { start: s, end: s + 1 });
-            (s, s + 1)
-        });
-        // Newest block first; drop cached blocks it now covers (they merged into it).
-        let mut next = [(0u64, 0u64); MAX_SACK_BLOCKS];
-        next[0] = (a, b);
-        let mut n = 1;
-        for k in 0..self.nrecent as usize {
+        self.ooo.insert(i, OooRange { start: s, end: s + 1 });
+    }
+
+    /// The position of the cached SACK block segment `s` joins (Linux
+    /// `tcp_sack_extend`: overlaps or touches), if any.
+    fn sack_cache_slot(&self, s: u64) -> Option<usize> {
+        self.recent[..self.nrecent as usize].iter().position(|&(x, y)| x <= s + 1 && s <= y)
+    }
+
+    /// Linux 6.1 `tcp_sack_new_ofo_skb` for segment `s`: the block it joins grows
+    /// and moves to the front, and takes in any other block it now reaches
+    /// (`tcp_sack_maybe_coalesce`); otherwise a new block goes in front and,
+    /// when the cache is full, the oldest is forgotten.
+    fn sack_cache_add(&mut self, s: u64) {
+        let n = self.nrecent as usize;
+        if let Some(k) = self.sack_cache_slot(s) {
             let (x, y) = self.recent[k];
-            if (y <= a || x >= b) && n < MAX_SACK_BLOCKS {
-                next[n] = (x, y);
-                n += 1;
+            self.recent.copy_within(0..k, 1);
+            self.recent[0] = (x.min(s), y.max(s + 1));
+            let mut kept = 1;
+            for j in 1..n {
+                let (x, y) = self.recent[j];
+                let (a, b) = self.recent[0];
+                if x <= b && a <= y {
+                    self.recent[0] = (a.min(x), b.max(y));
+                } else {
+                    self.recent[kept] = (x, y);
+                    kept += 1;
+                }
             }
+            self.nrecent = kept as u8;
+        } else {
+            let keep = n.min(SACK_CACHE - 1);
+            self.recent.copy_within(0..keep, 1);
+            self.recent[0] = (s, s + 1);
+            self.nrecent = (keep + 1) as u8;
         }
-        self.recent = next;
-        self.nrecent = n as u8;
     }
 
     /// Linux `tcp_grow_window`: while the window is below its limit, each
@@ -686,7 +732,7 @@ impl TcpReceiver {
             // (insert_ooo put it first in `recent`); the others repeat the most
             // recently reported blocks.
             let _ = just_received;
-            let n = self.nrecent as usize;
+            let n = (self.nrecent as usize).min(MAX_SACK_BLOCKS);
             ack.blocks[..n].copy_from_slice(&self.recent[..n]);
             ack.nblocks = n as u8;
         }
@@ -782,20 +828,31 @@ mod tests {
         let at = |k: u64| t0 + SimDuration::from_micros(k);
         let sent: Vec<u64> = (41..41 + 3 + 44 + 1).filter(|&k| r.on_data(at(k), &seg(k)).is_some()).collect();
         assert_eq!(sent, vec![41, 42, 43, 41 + 3 + 44]);
-        // New blocks while the 3-block cache is full and more than three are held:
-        // the arrival that would push the oldest block out goes at once.
+        // By hand from Linux 6.1 `tcp_sack_new_ofo_skb`: a segment that opens a
+        // block behind two others (or grows one behind them) while ACKs are held
+        // first sends the held ACK as it stands, and its own is held.
         let mut r = TcpReceiver::new(1000, u64::MAX, 1000, true, false, true, SimDuration::from_millis(40),
                                      SimDuration::from_secs(1), None, false, true);
         feed(&mut r, 0, 40, t0);
         let mut sent = vec![];
         for k in [41u64, 43, 45, 46, 47, 48, 49, 51] {
-            if r.on_data(at(k), &seg(k)).is_some() {
-                sent.push(k);
+            if let Some(a) = r.on_data(at(k), &seg(k)) {
+                sent.push((k, a.nblocks, a.blocks[0]));
             }
         }
-        // 41, 43, 45 at once (three per point); 46–49 held (4 held); 51 opens a
-        // fourth block with the cache full and 4 > 3 held: sent.
-        assert_eq!(sent, vec![41, 43, 45, 51]);
+        // 41, 43, 45 at once (three per point); 46–49 grow the first block and are
+        // held; 51 opens a fourth: the held ACK leaves without it.
+        assert_eq!(sent, vec![(41, 1, (41, 42)), (43, 2, (43, 44)), (45, 3, (45, 46)), (51, 3, (45, 50))]);
+        // 53 opens a fifth: the held ACK (51 first) leaves, and the cache of four
+        // forgets (41, 42), which three ACKs reported.
+        let a = r.on_data(at(53), &seg(53)).expect("a fifth block flushes");
+        assert_eq!(a.blocks, [(51, 52), (45, 50), (43, 44)]);
+        // 42 joins (43, 44), fourth in the cache: a flush, then it moves to the
+        // front as (42, 44) — Linux no longer knows 41 is there.
+        let a = r.on_data(at(54), &seg(42)).expect("a block behind two grows: flush");
+        assert_eq!(a.blocks, [(53, 54), (51, 52), (45, 50)]);
+        let held = r.on_timer(at(54) + SimDuration::from_millis(1)).expect("the held ACK leaves on its timer");
+        assert_eq!((held.cum, held.blocks), (40, [(42, 44), (53, 54), (51, 52)]));
     }
 
     #[test]

@@ -51,14 +51,11 @@
 use super::jiffies::{jiffies, rtt_jiffies, HZ};
 use super::segwin::{undo_to_saved, SegWindow};
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
+use super::pacing::{linux_pacing_rate, GSO_MAX_SIZE};
 use netunits::{SimDuration, SimTime};
 
 /// Linux fixed-point scale for β (`BICTCP_BETA_SCALE`).
 const BETA_SCALE: u32 = 1024;
-
-/// A socket's GSO size limit (`sk_gso_max_size`: the device's 64 KB, which TCP
-/// keeps with offloads off too, segmenting in software).
-const GSO_MAX_SIZE: u64 = 65_536;
 
 /// Which kernel's CUBIC to reproduce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -455,17 +452,14 @@ impl Cubic {
     }
 
     /// Linux `hystart_ack_delay`: how late an ACK may come for the pipe to be
-    /// full, the time 4 GSO packets of 64 KB take at the flow's pacing rate
-    /// (`tcp_update_pacing_rate`: 200 % of cwnd/sRTT in slow start below half of
-    /// ssthresh, 120 % above), at most 1 ms.
-    fn hystart_ack_delay(&self, srtt: SimDuration) -> SimDuration {
+    /// full, the time 4 GSO packets of 64 KB (TCP keeps the device's GSO size
+    /// with offloads off too) take at the flow's pacing rate, at most 1 ms.
+    fn hystart_ack_delay(&self, ack: &AckSample) -> SimDuration {
         let w = &self.s.w;
-        let pct: u128 = if w.cwnd < w.ssthresh / 2 { 200 } else { 120 };
-        let rate_bps = pct * (w.cwnd as u128) * (w.mss as u128) * 1_000_000_000 / 100 / (srtt.as_nanos().max(1) as u128);
-        if rate_bps == 0 {
+        let Some(rate) = linux_pacing_rate(w.mss, w.cwnd as u64, w.ssthresh as u64, ack.in_flight / w.mss, ack.srtt).filter(|&r| r > 0) else {
             return SimDuration::ZERO;
-        }
-        let ns = (4 * GSO_MAX_SIZE as u128 * 1_000_000_000 / rate_bps).min(1_000_000);
+        };
+        let ns = (4 * GSO_MAX_SIZE as u128 * 1_000_000_000 / rate as u128).min(1_000_000);
         SimDuration::from_nanos(ns as u64)
     }
 
@@ -488,7 +482,7 @@ impl Cubic {
             // the pipe is full (unpaced flows: Linux halves the threshold).
             if ack.now - self.s.hy.last_ack <= SimDuration::from_millis(2) {
                 self.s.hy.last_ack = ack.now;
-                let threshold = SimDuration::from_nanos((delay_min + self.hystart_ack_delay(ack.srtt)).as_nanos() / 2);
+                let threshold = SimDuration::from_nanos((delay_min + self.hystart_ack_delay(ack)).as_nanos() / 2);
                 if ack.now - self.s.hy.round_start > threshold {
                     self.hystart_found();
                 }

@@ -339,6 +339,7 @@ pub mod yeah;
 pub mod westwood;
 pub mod htcp;
 mod jiffies;
+pub(crate) mod pacing;
 pub mod hybla;
 pub mod scalable;
 mod seg_reno;

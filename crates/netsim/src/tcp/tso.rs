@@ -26,10 +26,9 @@
 //! when the application wrote it. Paced senders (BBR) keep their own per-skb
 //! quantum and are not deferred.
 
+use crate::cc::pacing::{linux_pacing_rate, GSO_MAX_SIZE};
 use netunits::{SimDuration, SimTime};
 
-/// Linux `GSO_LEGACY_MAX_SIZE`: the largest GSO packet, bytes.
-const GSO_MAX_SIZE: u64 = 65_536;
 /// `tcp_xmit_size_goal`: what `sendmsg` puts in one skb, 64 KB less one byte and
 /// `MAX_TCP_HEADER` (320 on x86-64), bytes.
 const SIZE_GOAL_MAX: u64 = GSO_MAX_SIZE - 1 - 320;
@@ -39,9 +38,6 @@ const MIN_TSO_SEGS: u64 = 2;
 const PACING_SHIFT: u32 = 10;
 /// Linux `sysctl_tcp_tso_rtt_log`: below 2^(9+5) µs of min RTT skbs grow.
 const TSO_RTT_LOG: u32 = 9;
-/// Linux `sysctl_tcp_pacing_ss_ratio` and `_ca_ratio`, percent.
-const PACING_SS_RATIO: u64 = 200;
-const PACING_CA_RATIO: u64 = 120;
 /// Linux `sysctl_tcp_tso_win_divisor`: a third of the window is worth sending.
 const TSO_WIN_DIVISOR: u64 = 3;
 /// `tcp_tso_should_defer`: only defer when the last transmission was this recent.
@@ -88,19 +84,9 @@ pub(crate) enum Next {
     DeferRwnd,
 }
 
-/// Linux `tcp_update_pacing_rate`, bytes per second: 200 % of cwnd·MSS/sRTT while
-/// cwnd is below half of ssthresh, 120 % after. `None` before an RTT sample
-/// (Linux then leaves the rate unlimited).
+/// This sender's pacing rate as Linux keeps it ([`linux_pacing_rate`]), bytes per second.
 pub(crate) fn pacing_rate(s: &SendState) -> Option<u64> {
-    let srtt_ns = s.srtt.as_nanos();
-    if srtt_ns == 0 {
-        return None;
-    }
-    let ratio = if s.cwnd < s.ssthresh / 2 { PACING_SS_RATIO } else { PACING_CA_RATIO };
-    let w = s.cwnd.max(s.packets_out) as u128;
-    // mss · ratio/100 · w / srtt, with srtt in ns: · 10^9 / 100 = · 10^7.
-    let rate = s.mss as u128 * ratio as u128 * w * 10_000_000 / srtt_ns as u128;
-    Some(rate.min(u64::MAX as u128) as u64)
+    linux_pacing_rate(s.mss, s.cwnd, s.ssthresh, s.packets_out, s.srtt)
 }
 
 /// Linux `tcp_tso_segs` (`tcp_tso_autosize`): segments per skb.

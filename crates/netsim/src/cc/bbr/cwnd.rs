@@ -6,6 +6,7 @@
 //! `bbr_quantization_budget`, `bbr_tso_segs_goal`).
 
 use super::{Bbr, CaState, Mode, TCP_INIT_CWND};
+use crate::cc::pacing::GSO_MAX_SIZE;
 use crate::cc::AckSample;
 use netunits::Bandwidth;
 
@@ -17,7 +18,7 @@ const MIN_TSO_RATE: u64 = 1_200_000;
 const PACING_SHIFT: u32 = 10;
 /// ... but at most a 64 KB GSO packet less its headers: `GSO_MAX_SIZE − 1 −
 /// MAX_TCP_HEADER` (MAX_TCP_HEADER is 320 on a typical x86-64 build).
-const MAX_BURST_BYTES: u64 = 65_536 - 1 - 320;
+const MAX_BURST_BYTES: u64 = GSO_MAX_SIZE - 1 - 320;
 /// ... and at most 127 segments (`bbr_tso_segs_goal`'s `0x7F`).
 const MAX_BURST_SEGS: u64 = 0x7F;
 

@@ -463,14 +463,14 @@ impl TcpReceiver {
             }
             if filled_gap || !self.ooo.is_empty() {
                 // RFC 5681 §4.2: ACK at once when a segment fills (part of) a gap.
-                return Some(self.make_ack(now, Some(s)));
+                return Some(self.make_ack(now));
             }
             self.unacked += 1;
             // RFC 5681 §4.2 / RFC 1122 §4.2.3.2: ACK at least every second
             // full-sized segment; otherwise within the delayed-ACK timeout.
             // Quick-ACK mode and a CWR ACK every segment (Linux).
             if !self.delayed_ack || self.unacked >= 2 || self.quick > 0 || self.ack_now {
-                return Some(self.make_ack(now, None));
+                return Some(self.make_ack(now));
             }
             // Linux `tcp_send_delayed_ack`: past the minimum, the timeout is
             // bounded by the RTT (what one more RTT of waiting costs the sender).
@@ -498,7 +498,7 @@ impl TcpReceiver {
                 && self.quick == 0
                 && !self.ack_now
                 && self.sack_cache_slot(s).map_or(self.nrecent as usize >= SACK_BLOCKS_EXPECTED, |k| k >= SACK_BLOCKS_EXPECTED);
-            let flushed = flush.then(|| self.make_ack(now, None));
+            let flushed = flush.then(|| self.make_ack(now));
             self.insert_ooo(s);
             // Linux adds duplicates to the cache too (`goto add_sack`).
             self.sack_cache_add(s);
@@ -519,7 +519,7 @@ impl TcpReceiver {
                 return None;
             }
             // RFC 5681 §4.2: an out-of-order segment is ACKed immediately (dupack).
-            let mut ack = self.make_ack(now, Some(s));
+            let mut ack = self.make_ack(now);
             if dup && self.sack {
                 // RFC 2883 §4 (2): a duplicate above the cumulative point is D-SACKed too.
                 ack.set_dsack(s);
@@ -530,7 +530,7 @@ impl TcpReceiver {
             // and report it in a D-SACK block (RFC 2883 §4 (1); Linux tcp_dsack_set);
             // the sender's window may be tiny after a timeout: quick-ACK mode.
             self.enter_quickack(MAX_QUICKACKS);
-            let mut ack = self.make_ack(now, None);
+            let mut ack = self.make_ack(now);
             if self.sack {
                 ack.set_dsack(s);
             }
@@ -580,14 +580,14 @@ impl TcpReceiver {
         if now >= self.comp_deadline {
             self.comp_deadline = SimTime::MAX;
             if self.compressed > 0 {
-                return Some(self.make_ack(now, None));
+                return Some(self.make_ack(now));
             }
         }
         if now >= self.delack_deadline {
             // Linux `tcp_delack_timer_handler`: the timer fired, so the sender was
             // waiting on us; wait less eagerly next time (ato doubles, up to RTO).
             self.ato = (self.ato * 2).min(self.rto).max(self.ato_min());
-            return Some(self.make_ack(now, None));
+            return Some(self.make_ack(now));
         }
         None
     }
@@ -710,7 +710,7 @@ impl TcpReceiver {
         self.nrecent = n as u8;
     }
 
-    fn make_ack(&mut self, now: SimTime, just_received: Option<u64>) -> Ack {
+    fn make_ack(&mut self, now: SimTime) -> Ack {
         self.unacked = 0;
         self.delack_deadline = SimTime::MAX;
         // Any ACK sent carries what was held (Linux `tcp_event_ack_sent`).
@@ -728,10 +728,8 @@ impl TcpReceiver {
         let flags = if self.ece { ACK_ECE } else { 0 };
         let mut ack = Ack { cum: self.rcv_nxt, flags, tsval: ts_ms(now), wnd: self.window(), ..Ack::default() };
         if self.sack && !self.ooo.is_empty() {
-            // RFC 2018 §4: the first block holds the segment that triggered this ACK
-            // (insert_ooo put it first in `recent`); the others repeat the most
-            // recently reported blocks.
-            let _ = just_received;
+            // RFC 2018 §4: the first block holds the newest arrival (`sack_cache_add`
+            // put it first); the others repeat the most recently reported blocks.
             let n = (self.nrecent as usize).min(MAX_SACK_BLOCKS);
             ack.blocks[..n].copy_from_slice(&self.recent[..n]);
             ack.nblocks = n as u8;

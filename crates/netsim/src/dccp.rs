@@ -10,7 +10,11 @@
 //!   window (RFC 4341 §5) but not for delivery.
 //! - Window, as Linux `ccid2_new_ack` grows it: slow start +1 packet per TWO
 //!   acknowledged packets, at most ⌈R/2⌉ per Ack; congestion avoidance +1 packet
-//!   per window; halve once per window of losses (RFC 4341 §5). Timeout:
+//!   per window; halve once per window of losses (RFC 4341 §5) — in Linux 6.1
+//!   (`ccid2_congestion_event`) "once per window" is judged on the jiffies clock:
+//!   a loss opens a new congestion event unless the packet was sent in an earlier
+//!   tick than the last event, so a packet sent earlier in the very tick that
+//!   saw the last event can halve the window again. Timeout:
 //!   ssthresh = cwnd/2, cwnd = 1, all outstanding packets presumed lost, RTO
 //!   backoff as TCP (RFC 4341 §5 / RFC 6298), Ack Ratio back to 1.
 //! - Ack Ratio R (RFC 4340 §11.3): the receiver sends one Ack per R data packets.
@@ -41,6 +45,7 @@ use std::collections::VecDeque;
 use aqm::PacketMeta;
 use netunits::{SimDuration, SimTime};
 
+use crate::cc::jiffies::jiffies;
 use crate::packet::{DccpAck as Ack, Pkt, PF_CE, WIRE_BYTES};
 use crate::rtt::RttEstimator;
 
@@ -113,7 +118,12 @@ pub(crate) struct DccpSender {
     /// The three highest acknowledged sequence numbers, +1 (0 = none), descending.
     top: [u64; NUMDUPACK as usize],
     loss_scan: u64,
+    /// 2.6.22 rules: the first sequence number sent after the last window
+    /// reduction; a loss below it belongs to that window.
     recovery_high: u64,
+    /// 6.1 rules: the jiffies tick of the last congestion event (Linux
+    /// `tx_last_cong`, set to the tick of `ccid2_hc_tx_init`, before any data).
+    last_cong_jiffy: u64,
     pub(crate) rtt: RttEstimator,
     pub(crate) rto_deadline: SimTime,
     /// The Ack Ratio in force at the sender (Linux `dccps_l_ack_ratio`).
@@ -152,6 +162,7 @@ impl DccpSender {
             top: [0; 3],
             loss_scan: 0,
             recovery_high: 0,
+            last_cong_jiffy: 0,
             rtt: RttEstimator::new(),
             rto_deadline: SimTime::MAX,
             ack_ratio: cfg.ack_ratio.max(1),
@@ -305,11 +316,32 @@ impl DccpSender {
         }
     }
 
-    /// Halve once per window (RFC 4341 §5).
-    fn congestion(&mut self, trigger_seq: u64) {
-        if trigger_seq < self.recovery_high {
-            return;
+    /// Whether a loss (or mark) of packet `seq`, sent at `sent`, is a new
+    /// congestion event rather than part of the last one (RFC 4341 §5: halve
+    /// once per window of data).
+    ///
+    /// Linux 6.1 (`ccid2_congestion_event`) keeps only the jiffies tick of the
+    /// last event and of each packet's transmission (`ccid2s_sent`), and treats
+    /// a loss as new unless the packet left in an EARLIER tick: a packet sent in
+    /// the same tick as the last event, even before it, halves again. In an
+    /// overflow the packets sent just before the loss was detected meet the
+    /// same full queue, so one of them lost costs the flow a second halving.
+    /// 2.6.22's rules keep the window boundary in sequence numbers.
+    fn new_congestion_event(&self, seq: u64, sent: SimTime) -> bool {
+        if self.cfg.linux_2622 {
+            seq >= self.recovery_high
+        } else {
+            jiffies(sent) >= self.last_cong_jiffy
         }
+    }
+
+    /// Halve the window (RFC 4341 §5) for the loss or mark of packet `seq`,
+    /// sent at `sent`, unless it belongs to the last event. Returns whether it did.
+    fn congestion(&mut self, now: SimTime, seq: u64, sent: SimTime) -> bool {
+        if !self.new_congestion_event(seq, sent) {
+            return false;
+        }
+        self.last_cong_jiffy = jiffies(now);
         self.congestion_events += 1;
         self.cwnd = (self.cwnd / 2).max(1);
         self.ssthresh = self.cwnd.max(2);
@@ -320,6 +352,7 @@ impl DccpSender {
         } else {
             self.check_ack_ratio();
         }
+        true
     }
 
     fn note_acked(&mut self, seq: u64) {
@@ -399,22 +432,30 @@ impl DccpSender {
                 let d = &mut self.ring[(seq - self.base) as usize];
                 if d.state == OUT {
                     d.state = LOST;
+                    let sent = d.sent;
                     self.pipe -= 1;
                     self.lost_total += 1;
-                    if seq >= self.recovery_high {
-                        self.congestion(seq);
-                        reduced = true;
-                    }
+                    // Linux walks the lost packets from the highest down; the
+                    // first one that opens an event sets the tick to now, which
+                    // every lower one was sent before, so ascending order gives
+                    // the same single event.
+                    reduced |= self.congestion(now, seq, sent);
                 }
             }
             self.loss_scan = self.loss_scan.max(third);
         }
         // ECN marks reported by the receiver: a congestion event, once per window.
+        // The compressed Ack says how many marks, not which packets: the newest
+        // acknowledged packet stands for them (Linux calls `ccid2_congestion_event`
+        // for each marked packet; the newest is the one most likely to be new).
         if ack.ce_count > self.ce_seen {
             self.ce_seen = ack.ce_count;
-            if hi >= self.recovery_high {
-                self.congestion(hi);
-                reduced = true;
+            if self.cfg.linux_2622 {
+                // (its send time is not consulted by 2.6.22's rule)
+                reduced |= self.congestion(now, hi, now);
+            } else if hi >= self.base && hi < self.next_seq {
+                let sent = self.ring[(hi - self.base) as usize].sent;
+                reduced |= self.congestion(now, hi, sent);
             }
         }
         if self.cfg.linux_2622 && newly > 0 && !reduced {
@@ -472,6 +513,10 @@ impl DccpSender {
                 }
                 self.pipe = 0;
                 self.loss_scan = self.next_seq;
+                // 6.1's `ccid2_hc_tx_rto_expire` leaves `tx_last_cong` alone: the
+                // packets outstanding are forgotten (its history is cleared, here
+                // they are LOST and never scanned again), and a loss among those
+                // sent after the timeout is a new event.
                 self.recovery_high = self.next_seq;
                 if self.cfg.linux_2622 {
                     self.clamp_ack_ratio();
@@ -879,12 +924,56 @@ mod tests {
         assert!((6..=10).contains(&acks), "{acks} Acks for a window of {}", s.cwnd);
     }
 
+    /// Seed 0..7 leave at t = 0 with R = 1 in force. Packet 0 is lost; the Acks
+    /// of 1 and 2 come at `t12` (each lets one new packet out: 8, then 9) and the
+    /// Ack of 3 at 101 ms reveals the loss of 0 (three packets acknowledged above
+    /// it, RFC 4341 §6.1 / NUMDUPACK): the first congestion event, in jiffy
+    /// 101/4 = 25 (HZ = 250). Packet 8 is lost too; every other packet arrives,
+    /// round after round, until three packets above 8 are acknowledged. Returns
+    /// the number of window reductions and the packets declared lost.
+    fn loss_after_an_event_in_the_same_tick(t12: SimTime) -> (u64, u64) {
+        let (mut s, out) = sender_with(8, 1);
+        let mut rcv = DccpReceiver::new(None);
+        let deliver = |s: &mut DccpSender, rcv: &mut DccpReceiver, p: &Pkt, at: SimTime, next: &mut Vec<Pkt>| {
+            let a = rcv.on_data(at, p).expect("R = 1: one Ack per packet");
+            s.on_ack(at, &a, next);
+        };
+        let mut next = Vec::new();
+        deliver(&mut s, &mut rcv, &out[1], t12, &mut next);
+        deliver(&mut s, &mut rcv, &out[2], t12, &mut next);
+        assert_eq!(next.iter().map(|p| p.seq).collect::<Vec<_>>(), vec![8, 9]);
+        deliver(&mut s, &mut rcv, &out[3], SimTime::from_millis(101), &mut next);
+        assert_eq!((s.lost_total, s.congestion_events), (1, 1), "packet 0 lost, one event");
+        let mut pending: Vec<Pkt> = out[4..].iter().cloned().chain(next.into_iter().filter(|p| p.seq != 8)).collect();
+        let mut t = SimTime::from_millis(150);
+        while s.lost_total < 2 && !pending.is_empty() {
+            let mut sent = Vec::new();
+            for p in &pending {
+                deliver(&mut s, &mut rcv, p, t, &mut sent);
+            }
+            pending = sent;
+            t += SimDuration::from_millis(100);
+        }
+        (s.congestion_events, s.lost_total)
+    }
+
+    #[test]
+    fn a_packet_sent_in_the_tick_of_the_last_event_can_halve_again() {
+        // Linux 6.1 `ccid2_congestion_event`: a loss is part of the last event only
+        // if the packet was sent in an earlier jiffy than that event. Packet 8 left
+        // at 100.4 ms, jiffy 25, the event's own tick (before the event, at 101 ms):
+        // its loss is a second event.
+        assert_eq!(loss_after_an_event_in_the_same_tick(SimTime::from_micros(100_400)), (2, 2));
+        // Sent at 99.6 ms, jiffy 24, before the event's tick: the same window.
+        assert_eq!(loss_after_an_event_in_the_same_tick(SimTime::from_micros(99_600)), (1, 2));
+    }
+
     #[test]
     fn a_loss_cuts_an_ack_ratio_above_the_new_window() {
         let (mut s, _) = started();
         s.cwnd = 20;
         s.ack_ratio = 16;
-        s.congestion(0);
+        s.congestion(SimTime::ZERO, 0, SimTime::ZERO);
         assert_eq!(s.cwnd, 10);
         // R = 16 > cwnd = 10: ask for cwnd/2 = 5 (`ccid2_check_l_ack_ratio`).
         assert_eq!(s.ack_ratio_wanted(), 5);

@@ -338,7 +338,7 @@ pub mod veno;
 pub mod yeah;
 pub mod westwood;
 pub mod htcp;
-mod jiffies;
+pub(crate) mod jiffies;
 pub(crate) mod pacing;
 pub mod hybla;
 pub mod scalable;

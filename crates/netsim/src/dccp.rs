@@ -87,6 +87,8 @@ pub(crate) struct DccpConfig {
     pub bytes: Option<u64>,
     pub start: SimTime,
     pub stop: SimTime,
+    /// 2.6.22 rules only: the scenario's initial window. Linux 6.1 takes it from
+    /// the packet size alone ([`rfc3390_packets`]); no route or socket option sets it.
     pub initial_cwnd: u64,
     pub ack_ratio: u64,
     /// Linux 2.6.22's CCID2 (seed 001's hosts) instead of today's: slow start +1
@@ -95,6 +97,20 @@ pub(crate) struct DccpConfig {
     pub linux_2622: bool,
     pub delack_timeout: SimDuration,
     pub ring_hint: usize,
+}
+
+/// The initial window in packets of size `mss` (RFC 3390's min(4, max(2, 4380/mss))
+/// in the three steps Linux 6.1 writes it, `rfc3390_bytes_to_packets` in ccid2.h;
+/// `ccid2_hc_tx_init` starts every CCID2 sender there, RFC 4341 §5): 4 up to 1095
+/// bytes, 3 up to 2190, then 2.
+fn rfc3390_packets(mss: u32) -> u64 {
+    if mss <= 1095 {
+        4
+    } else if mss <= 2190 {
+        3
+    } else {
+        2
+    }
 }
 
 fn us(d: SimDuration) -> Option<u32> {
@@ -157,7 +173,7 @@ impl DccpSender {
             base: 0,
             ring: VecDeque::with_capacity(cfg.ring_hint),
             pipe: 0,
-            cwnd: cfg.initial_cwnd.max(1),
+            cwnd: if cfg.linux_2622 { cfg.initial_cwnd.max(1) } else { rfc3390_packets(cfg.mss) },
             ssthresh: u64::MAX,
             top: [0; 3],
             loss_scan: 0,
@@ -966,6 +982,19 @@ mod tests {
         assert_eq!(loss_after_an_event_in_the_same_tick(SimTime::from_micros(100_400)), (2, 2));
         // Sent at 99.6 ms, jiffy 24, before the event's tick: the same window.
         assert_eq!(loss_after_an_event_in_the_same_tick(SimTime::from_micros(99_600)), (1, 2));
+    }
+
+    #[test]
+    fn the_initial_window_follows_rfc_3390_whatever_the_scenario_says() {
+        // RFC 3390: min(4·MSS, max(2·MSS, 4380 bytes)). 1448-byte packets (the
+        // grid's) → 4380/1448 = 3.02 → 3 packets; 1000 → 4; 2500 → 2.
+        for (mss, iw) in [(1448, 3), (1000, 4), (1095, 4), (1096, 3), (2190, 3), (2191, 2), (2500, 2)] {
+            let s = DccpSender::new(DccpConfig { mss, initial_cwnd: 10, ..cfg() });
+            assert_eq!(s.cwnd, iw, "mss {mss}");
+        }
+        // 2.6.22's rules keep the scenario's window (seed 001's hosts ran 3).
+        let s = DccpSender::new(DccpConfig { mss: 1448, initial_cwnd: 10, linux_2622: true, ..cfg() });
+        assert_eq!(s.cwnd, 10);
     }
 
     #[test]

@@ -718,7 +718,28 @@ pub(crate) struct DccpFlow {
 impl DccpFlow {
     pub fn new(cfg: DccpConfig) -> Self {
         let flush = cfg.linux_2622.then_some(cfg.delack_timeout);
-        DccpFlow { snd: DccpSender::new(cfg), rcv: DccpReceiver::new(flush) }
+        let mut f = DccpFlow { snd: DccpSender::new(cfg), rcv: DccpReceiver::new(flush) };
+        if !cfg.linux_2622 {
+            f.after_opening_exchange();
+        }
+        f
+    }
+
+    /// The state one application message each way leaves before the data
+    /// (6.1 rules): `fairlab-dccpgen`'s client sends a hello as one DCCP data
+    /// packet on the connection and waits for the server's READY (the same READY
+    /// that halves the receiver's Sequence Window, [`PEER_SEQ_WINDOW`]). The
+    /// server's CCID2 counts the hello towards its first Ack
+    /// (`ccid2_hc_rx_packet_recv`: one of R), and READY acknowledges it, so the
+    /// client's `ccid2_new_ack` has run once in slow start: one packet counted
+    /// towards the next increase (+1 per two, at most ⌈R/2⌉ = 1 per Ack) and,
+    /// with cwnd/R = 3/2 = 1 below a tenth of the Sequence Window, Ack Ratio 1
+    /// asked for, which the first data packets carry. The hello's round trip
+    /// itself is not simulated: the flow's data starts at its start time.
+    fn after_opening_exchange(&mut self) {
+        let mut maxincr = self.snd.ack_ratio.div_ceil(2);
+        self.snd.new_ack(&mut maxincr);
+        self.rcv.pending = 1;
     }
     #[inline]
     pub fn on_ack(&mut self, now: SimTime, ack: &Ack, out: &mut Vec<Pkt>) {
@@ -829,8 +850,9 @@ mod tests {
     #[test]
     fn the_receiver_never_acknowledges_on_a_timer() {
         // Linux 6.1 has no delayed-Ack timer for DCCP in OPEN: three packets at
-        // R = 4 stay unacknowledged however long the receiver waits.
-        let (_, out) = sender_with(3, 4);
+        // R = 5 (four of five with the hello the receiver counted first) stay
+        // unacknowledged however long the receiver waits.
+        let (_, out) = sender_with(3, 5);
         let mut flow = DccpFlow::new(cfg());
         for p in &out {
             assert!(flow.on_data(SimTime::from_millis(50), p).is_none());
@@ -995,6 +1017,30 @@ mod tests {
         // 2.6.22's rules keep the scenario's window (seed 001's hosts ran 3).
         let s = DccpSender::new(DccpConfig { mss: 1448, initial_cwnd: 10, linux_2622: true, ..cfg() });
         assert_eq!(s.cwnd, 10);
+    }
+
+    #[test]
+    fn after_the_hello_and_ready_slow_start_sends_3_5_7_11() {
+        // Linux 6.1, 1448-byte packets: cwnd 3, R 2. The hello's Ack (READY)
+        // counts one packet and asks for R = 1 (cwnd/R = 1, 1·5 < 50/2), which
+        // the receiver uses from the first data packet (its count already 1 from
+        // the hello): every packet is acknowledged. Per Ack at most ⌈1/2⌉ = 1,
+        // +1 per two packets: round 1 acks 3 (with the hello's 1: 4 counted,
+        // +2) → 5; round 2 acks 5 (+2, one left over) → 7; round 3 acks 7 (with
+        // the left-over one: 8, +4) → 11. The kernel's receiver counted 3, 5, 7,
+        // 11 packets in its first four rounds (vm, CCID2 pair at 200 ms, seed 42).
+        let c = DccpConfig { mss: 1448, initial_cwnd: 10, ..cfg() };
+        let mut f = DccpFlow::new(c);
+        let mut out = Vec::new();
+        f.snd.on_timer(SimTime::ZERO, &mut out);
+        let mut t = SimTime::ZERO;
+        let mut sizes = vec![out.len()];
+        for _ in 0..3 {
+            let (next, _) = rounds(&mut f.snd, &mut f.rcv, out, 1, &mut t);
+            out = next;
+            sizes.push(out.len());
+        }
+        assert_eq!(sizes, vec![3, 5, 7, 11]);
     }
 
     #[test]

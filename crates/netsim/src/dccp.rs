@@ -17,6 +17,12 @@
 //!   saw the last event can halve the window again. Timeout:
 //!   ssthresh = cwnd/2, cwnd = 1, all outstanding packets presumed lost, RTO
 //!   backoff as TCP (RFC 4341 §5 / RFC 6298), Ack Ratio back to 1.
+//! - Start (6.1 rules): cwnd = RFC 3390's window for the packet size (3 for
+//!   1448 bytes, `ccid2_hc_tx_init`), whatever the scenario's `initial_cwnd`, and
+//!   the state one application message each way leaves (`fairlab-dccpgen`'s
+//!   hello and READY: one packet counted at each end, Ack Ratio 1 asked for;
+//!   [`DccpFlow::new`]). The kernel's receiver counted 3, 5, 7, 11, … packets
+//!   per round in slow start, as this model now sends.
 //! - Ack Ratio R (RFC 4340 §11.3): the receiver sends one Ack per R data packets.
 //!   Linux (since 3.x, "about 5 times the number of packets in the network",
 //!   RFC 4340 §7.5.2) sizes R from the window: with the receiver's Sequence Window

@@ -22,6 +22,12 @@
 //!   filters delayed-ACK noise (Linux). A round with fewer than three RTT samples
 //!   is treated as Reno (Linux: likely only delayed ACKs).
 //! - loss, RTO, undo: Reno (Linux `tcp_reno_ssthresh`, `tcp_reno_undo_cwnd`).
+//! - slow start between the once-per-round decisions grows cwnd on every ACK
+//!   even when cwnd is not what limits the sender (Linux `tcp_vegas_cong_avoid`
+//!   has no `tcp_is_cwnd_limited` check; only its Reno fallbacks have one).
+//! - a data packet sent with nothing in flight (the first, and the first
+//!   retransmission after a timeout) re-initialises Vegas, BaseRTT included
+//!   (Linux `CA_EVENT_TX_START` → `tcp_vegas_init`).
 //!
 //! The paper (Brakmo & Peterson 1995 §3.2) measures the same difference in
 //! packets actually queued, `cwnd·(RTT − BaseRTT)/RTT`, unrounded; the simulator
@@ -183,7 +189,11 @@ impl CongestionControl for Vegas {
         if self.rounds.round_ended(ack) {
             self.end_of_round(ack);
             self.rounds.next_round();
-        } else if self.w.in_slow_start() && !ack.app_limited {
+        } else if self.w.in_slow_start() {
+            // Linux `tcp_vegas_cong_avoid` calls `tcp_slow_start` here without
+            // asking `tcp_is_cwnd_limited` (only its Reno fallbacks do, inside
+            // `tcp_reno_cong_avoid`): a Vegas flow held by the receive window
+            // keeps growing cwnd in slow start, past twice what is out.
             self.w.slow_start(ack.acked_segments as u64);
         }
     }
@@ -210,6 +220,21 @@ impl CongestionControl for Vegas {
     fn on_idle_restart(&mut self, _now: SimTime) {
         self.rounds.base_rtt = None;
         self.rounds.restart();
+    }
+
+    /// Linux `tcp_event_data_sent` raises `CA_EVENT_TX_START` for a data packet
+    /// (new or retransmitted) sent while `tcp_packets_in_flight` is 0, and
+    /// `tcp_vegas_cwnd_event` answers it with `tcp_vegas_init`: BaseRTT is
+    /// forgotten and learnt again from the ACKs that follow. Besides the
+    /// connection's first packet this happens at the first retransmission after
+    /// a timeout (`tcp_enter_loss` has marked everything outstanding lost) and
+    /// whenever a recovery has every outstanding segment SACKed or marked lost.
+    /// `in_flight` counts this packet, so nothing else was out when it is at
+    /// most one packet.
+    fn on_packet_sent(&mut self, now: SimTime, bytes: u64, in_flight: u64) {
+        if in_flight <= bytes.max(self.mss) {
+            self.on_idle_restart(now);
+        }
     }
 }
 
@@ -330,6 +355,72 @@ mod tests {
                 assert_eq!(d.after, d.before, "alpha <= diff <= beta: {d:?}");
             }
         }
+    }
+
+    /// One ACK of `segs` whole segments measured at `rtt`, leaving `left`
+    /// segments in flight; `app_limited` is the sender's "cwnd is not the limit".
+    fn seg_ack(v: &Vegas, segs: u64, left: u64, rtt: SimDuration, app_limited: bool) -> AckSample {
+        AckSample {
+            now: SimTime::from_secs(1),
+            acked_bytes: segs * v.mss,
+            acked_segments: segs as u32,
+            rtt: Some(rtt),
+            srtt: rtt,
+            min_rtt: rtt,
+            prior_in_flight: (left + segs) * v.mss,
+            in_flight: left * v.mss,
+            app_limited,
+            in_recovery: false,
+            rate: None,
+        }
+    }
+
+    #[test]
+    fn slow_start_grows_while_the_receive_window_limits_the_sender() {
+        // Linux tcp_vegas_cong_avoid: between decisions a slow-starting Vegas
+        // calls tcp_slow_start whether or not cwnd limited the sending; only the
+        // Reno fallback (Vegas disabled, or a round of <= 2 RTT samples) goes
+        // through tcp_reno_cong_avoid and its tcp_is_cwnd_limited check.
+        let mut v = Vegas::new(VegasConfig::default(), &init());
+        let w0 = v.cwnd() / v.mss;
+        assert_eq!(w0, 10);
+        // The first ACK ends the first round with one sample: Reno fallback,
+        // which does not grow a window that is not the limit.
+        let a = seg_ack(&v, 1, 9, BASE, true);
+        v.on_ack(&a);
+        assert_eq!(v.cwnd() / v.mss, 10, "Reno fallback is cwnd-limited-gated");
+        assert_eq!(v.decisions(), 0);
+        // The round now lasts until the 9 segments still out are ACKed: four
+        // one-segment ACKs inside it each add one segment, limited or not.
+        for k in 1..=4 {
+            let a = seg_ack(&v, 1, 9 - k, BASE, true);
+            v.on_ack(&a);
+        }
+        assert_eq!(v.cwnd() / v.mss, 14);
+        assert_eq!(v.decisions(), 0, "still inside the round");
+    }
+
+    #[test]
+    fn a_packet_sent_with_nothing_in_flight_forgets_the_base_rtt() {
+        // Linux tcp_event_data_sent: CA_EVENT_TX_START when tcp_packets_in_flight
+        // is 0; tcp_vegas_cwnd_event then runs tcp_vegas_init (baseRTT =
+        // 0x7fffffff, a fresh round).
+        let mut v = Vegas::new(VegasConfig::default(), &init());
+        let a = seg_ack(&v, 1, 9, BASE, false);
+        v.on_ack(&a);
+        assert_eq!(v.base_rtt(), Some(BASE));
+        let mss = v.mss;
+        // Two other packets still out: not a transmission start.
+        v.on_packet_sent(SimTime::from_secs(1), mss, 3 * mss);
+        assert_eq!(v.base_rtt(), Some(BASE));
+        // Only this packet in flight (e.g. the first retransmission after an
+        // RTO marked everything lost): BaseRTT is forgotten ...
+        v.on_packet_sent(SimTime::from_secs(1), mss, mss);
+        assert_eq!(v.base_rtt(), None);
+        // ... and the next sample, 150 ms, is the new BaseRTT, not 100 ms.
+        let a = seg_ack(&v, 1, 0, ms(150), false);
+        v.on_ack(&a);
+        assert_eq!(v.base_rtt(), Some(ms(150)));
     }
 
     #[test]

@@ -511,11 +511,14 @@ def test_a_backlog_too_small_for_a_burst_is_counted_and_said(tmp_path, vm_ready,
     assert data_refused > 0 and off["input_backlog"] >= data_refused
     assert any("dropped by the guest's input backlog" in n for n in tr.meta["notes"])
     retrans = sum(c.get("Tcp.RetransSegs", 0) for c in tr.meta["vm"]["tcp_counters"]["senders"].values())
-    # Each refused data segment was sent again; a refused packet of the senders' own
-    # (a handshake's last ACK, a pure ACK of iperf3's control connection) is not, so
-    # the count may fall short by those few.
+    # Each refused data segment was sent again; a refused packet that carried no data
+    # is not. While the 2-packet backlog overflows, at the start, each of the senders'
+    # TCP connections (each flow's data connection and iperf3's control connection)
+    # sends its handshake's last ACK, which is never sent again, so the count may fall
+    # short by one per connection (6.1.0-56 fell short by 3 here, 6.1.0-57 by 4).
+    connections = 2 * len(tr.flows)
     drops = tr.meta["vm"]["bottleneck_totals"]["drops"]
-    assert drops + data_refused - 3 <= retrans and retrans > drops + data_refused // 2, (retrans, drops, data_refused)
+    assert drops + data_refused - connections <= retrans and retrans > drops + data_refused // 2, (retrans, drops, data_refused)
 
 
 def test_a_killed_runs_directory_is_removed_by_the_next_run(tmp_path, monkeypatch):

@@ -144,7 +144,8 @@ pub trait CongestionControl: std::fmt::Debug {
         false
     }
 
-    /// A data packet of `bytes` was sent (BBR and Vegas-like controllers count them).
+    /// A data packet of `bytes` was sent; `in_flight` (bytes) already counts it
+    /// (BBR and Vegas-like controllers use it, see [`starts_transmission`]).
     fn on_packet_sent(&mut self, _now: SimTime, _bytes: u64, _in_flight: u64) {}
 
     /// Pacing rate, if this controller paces (BBR). `None` = send as cwnd allows.
@@ -450,6 +451,14 @@ pub static REGISTRY: &[CcEntry] = &[
         build: reno::Reno::build,
     },
 ];
+
+/// Linux `tcp_event_data_sent` raises `CA_EVENT_TX_START` for a data packet sent
+/// while `tcp_packets_in_flight` is 0: true when the packet of `bytes` just sent is
+/// all of `in_flight` (as [`CongestionControl::on_packet_sent`] passes it; a
+/// short last segment still counts as one full-sized packet, `mss`).
+pub(crate) fn starts_transmission(bytes: u64, in_flight: u64, mss: u64) -> bool {
+    in_flight <= bytes.max(mss)
+}
 
 /// Comma-separated names of every algorithm (for error messages and `--help`).
 pub fn known_names() -> String {

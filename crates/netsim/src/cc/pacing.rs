@@ -7,6 +7,12 @@ use netunits::SimDuration;
 /// A socket's GSO size limit (`sk_gso_max_size`): the device's 64 KB, which TCP
 /// keeps with offloads off too (it then segments in software).
 pub(crate) const GSO_MAX_SIZE: u64 = 65_536;
+/// The most payload one GSO packet carries: `GSO_MAX_SIZE − 1 − MAX_TCP_HEADER`
+/// (`tcp_xmit_size_goal`; MAX_TCP_HEADER is 320 on a typical x86-64 build).
+pub(crate) const GSO_PAYLOAD_MAX: u64 = GSO_MAX_SIZE - 1 - 320;
+/// Linux `sk_pacing_shift` default: a send burst (one skb) carries 2^-10 s, about
+/// a millisecond, of the pacing rate (`tcp_tso_autosize`).
+pub(crate) const PACING_SHIFT: u32 = 10;
 /// Linux `sysctl_tcp_pacing_ss_ratio`, %.
 const PACING_SS_RATIO: u64 = 200;
 /// Linux `sysctl_tcp_pacing_ca_ratio`, %.

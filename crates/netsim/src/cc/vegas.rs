@@ -229,10 +229,8 @@ impl CongestionControl for Vegas {
     /// connection's first packet this happens at the first retransmission after
     /// a timeout (`tcp_enter_loss` has marked everything outstanding lost) and
     /// whenever a recovery has every outstanding segment SACKed or marked lost.
-    /// `in_flight` counts this packet, so nothing else was out when it is at
-    /// most one packet.
     fn on_packet_sent(&mut self, now: SimTime, bytes: u64, in_flight: u64) {
-        if in_flight <= bytes.max(self.mss) {
+        if super::starts_transmission(bytes, in_flight, self.mss) {
             self.on_idle_restart(now);
         }
     }

@@ -26,16 +26,11 @@
 //! when the application wrote it. Paced senders (BBR) keep their own per-skb
 //! quantum and are not deferred.
 
-use crate::cc::pacing::{linux_pacing_rate, GSO_MAX_SIZE};
+use crate::cc::pacing::{linux_pacing_rate, GSO_MAX_SIZE, GSO_PAYLOAD_MAX, PACING_SHIFT};
 use netunits::{SimDuration, SimTime};
 
-/// `tcp_xmit_size_goal`: what `sendmsg` puts in one skb, 64 KB less one byte and
-/// `MAX_TCP_HEADER` (320 on x86-64), bytes.
-const SIZE_GOAL_MAX: u64 = GSO_MAX_SIZE - 1 - 320;
 /// Linux `sysctl_tcp_min_tso_segs`.
 const MIN_TSO_SEGS: u64 = 2;
-/// Linux `sk_pacing_shift` default: an skb carries 2^-10 s of the pacing rate.
-const PACING_SHIFT: u32 = 10;
 /// Linux `sysctl_tcp_tso_rtt_log`: below 2^(9+5) µs of min RTT skbs grow.
 const TSO_RTT_LOG: u32 = 9;
 /// Linux `sysctl_tcp_tso_win_divisor`: a third of the window is worth sending.
@@ -108,7 +103,7 @@ pub(crate) fn autosize(s: &SendState) -> u64 {
 pub(crate) fn size_goal(mss: u64, max_window: u64) -> u64 {
     // tcp_bound_to_half_wnd: at most half the largest window (all of it below 536 B).
     let cutoff = if max_window > 536 { max_window / 2 } else { max_window };
-    let bytes = if cutoff > 0 { SIZE_GOAL_MAX.min(cutoff) } else { SIZE_GOAL_MAX };
+    let bytes = if cutoff > 0 { GSO_PAYLOAD_MAX.min(cutoff) } else { GSO_PAYLOAD_MAX };
     (bytes / mss).max(1)
 }
 

@@ -6,20 +6,15 @@
 //! `bbr_quantization_budget`, `bbr_tso_segs_goal`).
 
 use super::{Bbr, CaState, Mode, TCP_INIT_CWND};
-use crate::cc::pacing::GSO_MAX_SIZE;
+use crate::cc::pacing::{GSO_PAYLOAD_MAX, PACING_SHIFT};
 use crate::cc::AckSample;
 use netunits::Bandwidth;
 
 /// Pacing rate below which Linux sends one-segment bursts, above it two
 /// (`bbr_min_tso_rate`, 1.2 Mbit/s, used by `bbr_min_tso_segs`).
 const MIN_TSO_RATE: u64 = 1_200_000;
-/// Linux sizes a send burst to ~1 ms of the pacing rate: `sk_pacing_rate >>
-/// sk_pacing_shift`, shift 10 by default (`tcp_tso_autosize`).
-const PACING_SHIFT: u32 = 10;
-/// ... but at most a 64 KB GSO packet less its headers: `GSO_MAX_SIZE − 1 −
-/// MAX_TCP_HEADER` (MAX_TCP_HEADER is 320 on a typical x86-64 build).
-const MAX_BURST_BYTES: u64 = GSO_MAX_SIZE - 1 - 320;
-/// ... and at most 127 segments (`bbr_tso_segs_goal`'s `0x7F`).
+/// A send burst is ~1 ms of the pacing rate (`PACING_SHIFT`), at most one GSO
+/// packet's payload (`GSO_PAYLOAD_MAX`) and at most 127 segments (`bbr_tso_segs_goal`'s `0x7F`).
 const MAX_BURST_SEGS: u64 = 0x7F;
 
 impl Bbr {
@@ -31,7 +26,7 @@ impl Bbr {
     pub(super) fn tso_segs_goal(&self) -> u64 {
         let rate_bytes = self.pacing_rate.as_bps() / 8;
         let min_segs = if self.pacing_rate.as_bps() < MIN_TSO_RATE { 1 } else { 2 };
-        let bytes = (rate_bytes >> PACING_SHIFT).min(MAX_BURST_BYTES);
+        let bytes = (rate_bytes >> PACING_SHIFT).min(GSO_PAYLOAD_MAX);
         (bytes / self.mss).max(min_segs).min(MAX_BURST_SEGS)
     }
 

@@ -470,8 +470,7 @@ impl CongestionControl for Bbr {
     /// goes out with nothing in flight; BBR acts on it only when the sender was
     /// application-limited (so not, e.g., when retransmitting after an RTO).
     fn on_packet_sent(&mut self, now: SimTime, bytes: u64, in_flight: u64) {
-        let nothing_was_in_flight = in_flight <= bytes.max(self.mss);
-        if nothing_was_in_flight && self.last_ack_app_limited {
+        if crate::cc::starts_transmission(bytes, in_flight, self.mss) && self.last_ack_app_limited {
             self.on_idle_restart(now);
         }
     }

@@ -97,6 +97,20 @@ def test_errors_name_the_file_and_field(patch, needle):
     assert needle in str(err.value)
 
 
+def test_a_ccid2_flow_under_linux_6_1_rules_refuses_an_initial_window():
+    # Linux 6.1 starts CCID2 at RFC 3390's window (`ccid2_hc_tx_init`); a window
+    # the scenario asks for could not be honoured on any backend, so it is refused
+    # rather than ignored. The 2.6.22 rules (seed 001) take it; TCP always does.
+    doc = {"name": "x", "duration": "10s", "bottleneck": {"rate": "100Mbit"}, "flows": [{"cca": "ccid2", "rtt": "10ms", "initial_cwnd": 40}]}
+    with pytest.raises(ScenarioError) as err:
+        Scenario.from_dict(doc, source="my.toml")
+    assert str(err.value).startswith("my.toml: field `flows[0]`") and "initial_cwnd" in str(err.value) and "2.6.22" in str(err.value)
+    doc["flows"][0]["params"] = {"kernel": "2.6.22"}
+    assert Scenario.from_dict(doc).flows[0].initial_cwnd == 40
+    doc["flows"] = [{"cca": "ccid2", "rtt": "10ms"}, {"cca": "reno", "rtt": "10ms", "initial_cwnd": 40}]
+    assert [f.initial_cwnd for f in Scenario.from_dict(doc).flows] == [10, 40]
+
+
 def test_missing_and_malformed_files_are_refused(tmp_path):
     with pytest.raises(ScenarioError, match="no such scenario file"):
         load_scenario(tmp_path / "nope.toml")

@@ -87,6 +87,18 @@ class Flow(_Strict):
             raise ValueError("stop must be later than start")
         return self
 
+    @model_validator(mode="after")
+    def _ccid2_takes_no_initial_window(self) -> Flow:
+        # Linux 6.1's CCID2 starts every sender at RFC 3390's window for its packet
+        # size (`ccid2_hc_tx_init`); no route or socket option changes it, and the
+        # simulator's 6.1 rules do the same (crates/netsim/src/dccp.rs). Only the
+        # 2.6.22 rules (seed 001's hosts) take a window from the scenario.
+        if self.cca == "ccid2" and "initial_cwnd" in self.model_fields_set and str(self.params.get("kernel", "6.1")) != "2.6.22":
+            raise ValueError("initial_cwnd: a CCID2 flow under Linux 6.1 rules starts at RFC 3390's window for its "
+                             "packet size (3 packets for the default 1448-byte mss) and takes no initial_cwnd; "
+                             "remove the field, or set params.kernel = \"2.6.22\" for the 2.6.22 rules, which use it")
+        return self
+
 
 class Variation(_Strict):
     """Seeded, documented sources of run-to-run variation (docs/scenario-format.md).

@@ -98,8 +98,8 @@ test-rs: ## Rust tests (optimised build; the engine's fidelity tests are long in
 	@if $(CARGO) tree -p netsim --edges normal 2>/dev/null | grep -q pyo3; then echo "error: crates/netsim depends on pyo3"; exit 1; fi
 
 .PHONY: test-py
-test-py: install ## Python tests
-	$(PY) -m pytest -q
+test-py: install ## Python tests (the slowest named at the end)
+	$(PY) -m pytest -q --durations=15
 
 .PHONY: demo
 demo: system-deps install ## Build, then reproduce seed 001 (CCID2 vs NewReno/BIC/CUBIC) in quick form and write its report
@@ -132,6 +132,8 @@ validate: install vm-image ## Full paper reproductions, the sim-vs-kernel grid (
 	@for p in bhatti2009-nru bhatti2008-dccp xue-10g-aqm; do \
 	  echo "== $$p (vm)"; $(VENV)/bin/fairlab reproduce $$p --backend vm --out $(OUT)/validate/$$p-vm || exit 1; \
 	done
+	@# The simulator held against every shipped kernel cell (make test checks the core slice).
+	FAIRLAB_GRID=full $(PY) -m pytest -q tests/test_validation_grid.py -k keeps_its_agreement
 	@# The grid on both backends; the kernel's side refreshes the shipped data (docs/validation/vm.md).
 	$(VENV)/bin/fairlab validate --subset full --backend both --out $(OUT)/validate/grid \
 	  --record python/fairlab/validation/data/vm-grid.csv

@@ -290,7 +290,7 @@ fn drive(cca: &str, p: &str, seed: u64) -> u64 {
                 in_rec = false;
             }
         } else if r < 980 {
-            c.on_rto(t, cw);
+            c.on_rto(t, cw, netsim::cc::RtoEpisode::New);
             in_rec = false;
         } else if r < 993 {
             c.on_spurious_loss(t);

@@ -34,7 +34,7 @@
 //! cwnd is unchanged).
 
 use super::segwin::{undo_to_saved, SegWindow};
-use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
+use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params, RtoEpisode};
 use netunits::SimTime;
 
 /// Linux `BICTCP_BETA_SCALE`.
@@ -246,9 +246,14 @@ impl CongestionControl for Bic {
         self.s.w.in_recovery = false;
     }
 
-    fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
-        self.undo = Some(self.s);
-        let ss = self.recalc_ssthresh();
+    fn on_rto(&mut self, _now: SimTime, _in_flight: u64, episode: RtoEpisode) {
+        let ss = match episode {
+            RtoEpisode::New => {
+                self.undo = Some(self.s);
+                self.recalc_ssthresh()
+            }
+            RtoEpisode::Ongoing => self.s.w.ssthresh,
+        };
         // CA_Loss: `bictcp_reset`.
         self.s.last_max_cwnd = 0;
         self.s.delayed_ack = 2 << 4;

@@ -30,7 +30,7 @@
 //! platform's `pow` (IEEE `sqrt` is exactly rounded).
 
 use super::seg_reno::{RttRounds, SegReno};
-use super::{AckSample, CcError, CcInit, CongestionControl, CongestionEvent, ParamReader, Params};
+use super::{AckSample, CcError, CcInit, CongestionControl, CongestionEvent, ParamReader, Params, RtoEpisode};
 use netunits::SimTime;
 
 /// Compound TCP parameters (draft-sridharan-tcpm-ctcp-02 §3 defaults).
@@ -237,9 +237,11 @@ impl CongestionControl for Compound {
     }
 
     /// RTO: both components restart (dwnd = 0, cwnd = 1), ssthresh = win/2.
-    fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
-        self.prior = Some((self.w.cwnd, self.dwnd, self.w.ssthresh));
-        self.w.ssthresh = (self.win() / 2).max(2);
+    fn on_rto(&mut self, _now: SimTime, _in_flight: u64, episode: RtoEpisode) {
+        if episode == RtoEpisode::New {
+            self.prior = Some((self.w.cwnd, self.dwnd, self.w.ssthresh));
+            self.w.ssthresh = (self.win() / 2).max(2);
+        }
         self.w.cwnd = 1;
         self.w.cnt = 0;
         self.dwnd = 0.0;
@@ -391,7 +393,7 @@ mod tests {
         assert_eq!(s.cc.decisions(), 0);
         // Reno: +1 per RTT from 20.
         assert!((28..=31).contains(&s.cc.win()), "win {}", s.cc.win());
-        s.cc.on_rto(s.now, 0);
+        s.cc.on_rto(s.now, 0, crate::cc::RtoEpisode::New);
         assert_eq!(s.cwnd(), 1);
     }
 

@@ -50,7 +50,7 @@
 
 use super::jiffies::{jiffies, rtt_jiffies, HZ};
 use super::segwin::{undo_to_saved, SegWindow};
-use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
+use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params, RtoEpisode};
 use super::pacing::{linux_pacing_rate, GSO_MAX_SIZE};
 use netunits::{SimDuration, SimTime};
 
@@ -595,10 +595,16 @@ impl CongestionControl for Cubic {
         self.s.w.in_recovery = false;
     }
 
-    fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
-        self.undo = Some(self.s);
-        // Linux `tcp_enter_loss`: the ssthresh op, then CA_Loss resets CUBIC.
-        let ss = self.recalc_ssthresh();
+    fn on_rto(&mut self, _now: SimTime, _in_flight: u64, episode: RtoEpisode) {
+        // Linux `tcp_enter_loss`: the ssthresh op (for a new episode), then
+        // CA_Loss resets CUBIC (`bictcp_state`) whichever it is.
+        let ss = match episode {
+            RtoEpisode::New => {
+                self.undo = Some(self.s);
+                self.recalc_ssthresh()
+            }
+            RtoEpisode::Ongoing => self.s.w.ssthresh,
+        };
         self.reset();
         self.s.w.enter_loss(ss);
     }
@@ -917,7 +923,7 @@ mod tests {
     fn rto_resets_to_one_segment_and_forgets_wmax() {
         let mut h = cubic(r#"{"hystart": false}"#, 10, 100);
         h.grow_to(100);
-        h.cc.on_rto(h.now, 100 * MSS);
+        h.cc.on_rto(h.now, 100 * MSS, crate::cc::RtoEpisode::New);
         assert_eq!(h.cc.cwnd(), MSS);
         assert_eq!(h.cc.ssthresh(), 100 * 717 / 1024 * MSS);
     }

@@ -24,7 +24,7 @@
 //! b(w)), and after a reduction the row catches up on the next CA ACK.
 
 use super::segwin::{undo_to_saved, SegWindow};
-use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
+use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params, RtoEpisode};
 use netunits::SimTime;
 
 /// RFC 3649 Appendix B: (window bound w in segments, b(w)·256 rounded down), one
@@ -159,9 +159,14 @@ impl CongestionControl for HighSpeed {
         self.w.in_recovery = false;
     }
 
-    fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
-        self.undo = Some(self.w);
-        let ss = self.ssthresh_for();
+    fn on_rto(&mut self, _now: SimTime, _in_flight: u64, episode: RtoEpisode) {
+        let ss = match episode {
+            RtoEpisode::New => {
+                self.undo = Some(self.w);
+                self.ssthresh_for()
+            }
+            RtoEpisode::Ongoing => self.w.ssthresh,
+        };
         self.w.enter_loss(ss);
     }
 

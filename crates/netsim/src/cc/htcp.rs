@@ -40,7 +40,7 @@
 
 use super::jiffies::{jiffies, ms_to_jiffies, rtt_jiffies, HZ};
 use super::segwin::SegWindow;
-use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
+use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params, RtoEpisode};
 use netunits::SimTime;
 
 /// H-TCP's parameters.
@@ -384,8 +384,17 @@ impl CongestionControl for Htcp {
         self.s.w.in_recovery = false;
     }
 
-    fn on_rto(&mut self, now: SimTime, in_flight: u64) {
-        let ss = self.enter_event(now);
+    fn on_rto(&mut self, now: SimTime, in_flight: u64, episode: RtoEpisode) {
+        let ss = match episode {
+            RtoEpisode::New => self.enter_event(now),
+            // `htcp_state` on CA_Loss (`htcp_reset`) restarts the Δ clock
+            // whether or not the ssthresh op ran.
+            RtoEpisode::Ongoing => {
+                self.s.last_cong = Some(jiffies(now));
+                self.s.open = false;
+                self.s.w.ssthresh
+            }
+        };
         self.s.w.enter_loss(ss);
         self.s.loss_left = in_flight.max(1);
     }
@@ -606,7 +615,7 @@ mod tests {
         // (no RTT_max or throughput samples there); the next one is Open again.
         let mut h = htcp("{}", 100);
         h.grow_to(50);
-        h.cc.on_rto(h.now, 5000);
+        h.cc.on_rto(h.now, 5000, crate::cc::RtoEpisode::New);
         h.rtt = SimDuration::from_millis(104); // 26 jiffies, within 20 ms of 25
         for _ in 0..5 {
             h.ack(1);

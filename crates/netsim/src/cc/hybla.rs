@@ -38,7 +38,7 @@
 //! the controller has no RTT before the first ACK.
 
 use super::segwin::{undo_to_saved, SegWindow};
-use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
+use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params, RtoEpisode};
 use netunits::{SimDuration, SimTime};
 
 /// Largest window, segments (Linux `hybla_init`: `snd_cwnd_clamp = 65535`).
@@ -195,9 +195,14 @@ impl CongestionControl for Hybla {
         self.s.w.in_recovery = false;
     }
 
-    fn on_rto(&mut self, _now: SimTime, in_flight: u64) {
-        self.undo = Some(self.s);
-        let ss = self.s.w.cwnd / 2;
+    fn on_rto(&mut self, _now: SimTime, in_flight: u64, episode: RtoEpisode) {
+        let ss = match episode {
+            RtoEpisode::New => {
+                self.undo = Some(self.s);
+                self.s.w.cwnd / 2
+            }
+            RtoEpisode::Ongoing => self.s.w.ssthresh,
+        };
         self.s.w.enter_loss(ss);
         self.s.loss_left = in_flight.max(1);
     }
@@ -343,7 +348,7 @@ mod tests {
         // segments in flight: cwnd 1, ssthresh 100; the next 5 one-segment ACKs
         // are CA_Loss, +1 each (tcp_reno_cong_avoid), then Hybla's +15.
         let mut c = in_ca(100_000, 200);
-        c.on_rto(SimTime::from_secs(1), 5000);
+        c.on_rto(SimTime::from_secs(1), 5000, crate::cc::RtoEpisode::New);
         assert_eq!((c.s.w.cwnd, c.s.w.ssthresh), (1, 100));
         for k in 1..=5 {
             c.on_ack(&ack_at(SimDuration::from_millis(100), false));

@@ -27,7 +27,7 @@
 //! [`IllinoisConfig::beta_curve`] are the paper's real-valued curves.
 
 use super::segwin::{undo_to_saved, RoundTracker, SegWindow};
-use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
+use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params, RtoEpisode};
 use netunits::{SimDuration, SimTime};
 
 /// TCP-Illinois parameters (defaults: the paper and Linux).
@@ -300,9 +300,14 @@ impl CongestionControl for Illinois {
         self.s.w.in_recovery = false;
     }
 
-    fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
-        self.undo = Some(self.s);
-        let ss = self.ssthresh_for();
+    fn on_rto(&mut self, _now: SimTime, _in_flight: u64, episode: RtoEpisode) {
+        let ss = match episode {
+            RtoEpisode::New => {
+                self.undo = Some(self.s);
+                self.ssthresh_for()
+            }
+            RtoEpisode::Ongoing => self.s.w.ssthresh,
+        };
         self.s.w.enter_loss(ss);
         // CA_Loss: back to Reno-like parameters and a fresh round.
         let beta_base = self.fp().3;

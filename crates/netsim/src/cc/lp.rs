@@ -54,7 +54,7 @@
 //! the receiver's offset, drawn from the connection's random number.
 
 use super::seg_reno::SegReno;
-use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
+use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params, RtoEpisode};
 use netunits::{SimDuration, SimTime};
 
 /// Linux's TCP timestamp clock (`TCP_TS_HZ`), which is also `LP_RESOL`.
@@ -262,8 +262,8 @@ impl CongestionControl for Lp {
         self.w.halve();
     }
 
-    fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
-        self.w.rto();
+    fn on_rto(&mut self, _now: SimTime, _in_flight: u64, episode: RtoEpisode) {
+        self.w.rto(episode);
     }
 
     fn on_spurious_loss(&mut self, _now: SimTime) {

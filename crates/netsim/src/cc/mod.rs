@@ -86,6 +86,24 @@ pub struct CongestionEvent {
     pub min_rtt: SimDuration,
 }
 
+/// Whether a retransmission timeout begins a loss episode of its own.
+///
+/// Linux `tcp_enter_loss` asks the controller for a new ssthresh (and sends
+/// `CA_EVENT_LOSS`, and starts an undo episode) only when no reduction was made
+/// inside the current window: the sender was Open or Disorder, or everything up
+/// to the recovery point (`high_seq`) is acknowledged, or it was already in Loss
+/// and the cumulative ACK has moved since the last timeout (`icsk_retransmits`
+/// back to 0). A timeout during fast recovery, or a second one with no progress,
+/// keeps ssthresh; cwnd still falls to one segment and the controller still
+/// enters its Loss state (`set_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RtoEpisode {
+    /// A new episode: the `ssthresh` op and `CA_EVENT_LOSS`.
+    New,
+    /// Inside an episode already counted: ssthresh unchanged.
+    Ongoing,
+}
+
 /// Read-only view of a controller's state for trace sampling.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CcMetrics {
@@ -125,8 +143,11 @@ pub trait CongestionControl: std::fmt::Debug {
     fn on_recovery_exit(&mut self, _now: SimTime) {}
 
     /// The retransmission timer fired: the sender is about to retransmit from
-    /// `snd_una` with cwnd = 1 MSS (RFC 5681 §3.1, Eq. 4 for ssthresh).
-    fn on_rto(&mut self, now: SimTime, in_flight: u64);
+    /// `snd_una` with cwnd = 1 MSS (RFC 5681 §3.1). With [`RtoEpisode::New`] the
+    /// controller also sets ssthresh (its Linux `ssthresh` op) and saves what an
+    /// undo restores; with [`RtoEpisode::Ongoing`] ssthresh and the saved state
+    /// stay as they are.
+    fn on_rto(&mut self, now: SimTime, in_flight: u64, episode: RtoEpisode);
 
     /// The last reduction was spurious (DSACK / Eifel): restore the window from
     /// before it, as Linux `undo_cwnd`. Default: nothing.

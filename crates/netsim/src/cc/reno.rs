@@ -36,7 +36,7 @@
 //! The delay-based modules' Reno parts use Linux's own arithmetic
 //! (`seg_reno.rs`).
 
-use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
+use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params, RtoEpisode};
 use netunits::SimTime;
 
 /// Reno's parameters.
@@ -145,9 +145,11 @@ impl CongestionControl for Reno {
         self.bytes_acked = 0;
     }
 
-    fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
-        self.prior = Some((self.cwnd, self.ssthresh));
-        self.ssthresh = self.halved();
+    fn on_rto(&mut self, _now: SimTime, _in_flight: u64, episode: RtoEpisode) {
+        if episode == RtoEpisode::New {
+            self.prior = Some((self.cwnd, self.ssthresh));
+            self.ssthresh = self.halved();
+        }
         self.cwnd = self.mss;
         self.bytes_acked = 0;
     }
@@ -264,7 +266,7 @@ mod tests {
         // An RTO likewise halves the window, whatever is in flight.
         let mut r = reno(10);
         r.grow_to(100);
-        r.cc.on_rto(r.now, 10 * MSS);
+        r.cc.on_rto(r.now, 10 * MSS, crate::cc::RtoEpisode::New);
         assert_eq!((r.cc.ssthresh(), r.cc.cwnd()), (50 * MSS, MSS));
     }
 
@@ -280,7 +282,7 @@ mod tests {
         let mut h = reno(10);
         h.grow_to(40);
         let flight = h.cc.cwnd();
-        h.cc.on_rto(h.now, flight);
+        h.cc.on_rto(h.now, flight, crate::cc::RtoEpisode::New);
         assert_eq!(h.cc.cwnd(), MSS);
         assert_eq!(h.cc.ssthresh(), flight / 2);
         // Slow start (doubling) up to ssthresh, then linear.

@@ -19,7 +19,7 @@
 //! exactly (Pengcheng Yang's Scalable stretch-ACK fix).
 
 use super::segwin::{undo_to_saved, SegWindow};
-use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
+use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params, RtoEpisode};
 use netunits::SimTime;
 
 /// Scalable TCP's parameters.
@@ -128,9 +128,14 @@ impl CongestionControl for Scalable {
         self.w.in_recovery = false;
     }
 
-    fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
-        self.undo = Some(self.w);
-        let ss = self.ssthresh_for(self.w.cwnd);
+    fn on_rto(&mut self, _now: SimTime, _in_flight: u64, episode: RtoEpisode) {
+        let ss = match episode {
+            RtoEpisode::New => {
+                self.undo = Some(self.w);
+                self.ssthresh_for(self.w.cwnd)
+            }
+            RtoEpisode::Ongoing => self.w.ssthresh,
+        };
         self.w.enter_loss(ss);
     }
 

@@ -9,7 +9,7 @@
 //! byte-counting Reno of `reno.rs`. Linux's delay modules call exactly these
 //! helpers, so their Reno parts keep Linux semantics here too.
 
-use super::AckSample;
+use super::{AckSample, RtoEpisode};
 use netunits::SimDuration;
 
 /// A congestion window in segments with Linux's Reno growth and reduction.
@@ -102,16 +102,20 @@ impl SegReno {
         self.cnt = 0;
     }
 
-    /// RTO: ssthresh = max(cwnd/2, 2) (Linux asks the `ssthresh` op, i.e. the
-    /// window, not FlightSize), cwnd = 1 segment (RFC 5681 §3.1 loss window).
-    pub(crate) fn rto(&mut self) {
-        self.rto_with(self.cwnd / 2);
+    /// RTO: cwnd = 1 segment (RFC 5681 §3.1 loss window); for a new episode
+    /// ssthresh = max(cwnd/2, 2) (Linux asks the `ssthresh` op, i.e. the window,
+    /// not FlightSize).
+    pub(crate) fn rto(&mut self, episode: RtoEpisode) {
+        self.rto_with(self.cwnd / 2, episode);
     }
 
-    /// RTO with a controller-chosen ssthresh (floored at 2 segments).
-    pub(crate) fn rto_with(&mut self, ssthresh: u64) {
-        self.save();
-        self.ssthresh = ssthresh.max(2);
+    /// RTO with a controller-chosen ssthresh (floored at 2 segments) for a new
+    /// episode; inside one, ssthresh and the saved window stay.
+    pub(crate) fn rto_with(&mut self, ssthresh: u64, episode: RtoEpisode) {
+        if episode == RtoEpisode::New {
+            self.save();
+            self.ssthresh = ssthresh.max(2);
+        }
         self.cwnd = 1;
         self.cnt = 0;
     }
@@ -243,7 +247,7 @@ mod tests {
         w.halve();
         w.undo();
         assert_eq!((w.cwnd, w.ssthresh), (40, 30));
-        w.rto();
+        w.rto(crate::cc::RtoEpisode::New);
         assert_eq!((w.cwnd, w.ssthresh), (1, 20));
         let mut small = SegReno::new(3);
         small.halve();

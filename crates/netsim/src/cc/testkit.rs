@@ -218,7 +218,7 @@ mod every_registry_entry {
             }
             h.exit_recovery();
             h.round();
-            h.cc.on_rto(h.now, h.cc.cwnd());
+            h.cc.on_rto(h.now, h.cc.cwnd(), crate::cc::RtoEpisode::New);
             check_floor(name, h, "rto");
             h.ack(1);
             check_floor(name, h, "ack after rto");

@@ -36,7 +36,7 @@
 //! by almost a packet.
 
 use super::seg_reno::{RttRounds, SegReno};
-use super::{AckSample, CcError, CcInit, CongestionControl, CongestionEvent, ParamReader, Params};
+use super::{AckSample, CcError, CcInit, CongestionControl, CongestionEvent, ParamReader, Params, RtoEpisode};
 use netunits::{SimDuration, SimTime};
 
 /// Vegas thresholds, in packets queued at the bottleneck.
@@ -206,8 +206,8 @@ impl CongestionControl for Vegas {
         self.rounds.restart();
     }
 
-    fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
-        self.w.rto();
+    fn on_rto(&mut self, _now: SimTime, _in_flight: u64, episode: RtoEpisode) {
+        self.w.rto(episode);
         self.rounds.restart();
     }
 
@@ -430,7 +430,7 @@ mod tests {
         assert_eq!(s.cc.ssthresh(), (w / 2) * PATH_MSS);
         s.cc.on_spurious_loss(s.now);
         assert_eq!(s.cwnd(), w);
-        s.cc.on_rto(s.now, w * PATH_MSS);
+        s.cc.on_rto(s.now, w * PATH_MSS, crate::cc::RtoEpisode::New);
         assert_eq!(s.cwnd(), 1);
     }
 

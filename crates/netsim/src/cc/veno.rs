@@ -23,7 +23,7 @@
 //! BaseRTT included (`tcp_veno_cwnd_event` → `tcp_veno_init`).
 
 use super::segwin::{undo_to_saved, SegWindow};
-use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
+use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params, RtoEpisode};
 use netunits::{SimDuration, SimTime};
 
 /// Veno's parameters.
@@ -175,9 +175,14 @@ impl CongestionControl for Veno {
         self.s.w.in_recovery = false;
     }
 
-    fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
-        self.undo = Some(self.s);
-        let ss = self.ssthresh_for();
+    fn on_rto(&mut self, _now: SimTime, _in_flight: u64, episode: RtoEpisode) {
+        let ss = match episode {
+            RtoEpisode::New => {
+                self.undo = Some(self.s);
+                self.ssthresh_for()
+            }
+            RtoEpisode::Ongoing => self.s.w.ssthresh,
+        };
         self.s.w.enter_loss(ss);
     }
 

@@ -38,7 +38,7 @@
 
 use super::jiffies::{jiffies, rtt_jiffies, HZ};
 use super::seg_reno::SegReno;
-use super::{AckSample, CcError, CcInit, CongestionControl, CongestionEvent, ParamReader, Params};
+use super::{AckSample, CcError, CcInit, CongestionControl, CongestionEvent, ParamReader, Params, RtoEpisode};
 use netunits::{SimDuration, SimTime};
 
 /// Westwood+ parameters.
@@ -220,12 +220,16 @@ impl CongestionControl for Westwood {
 
     /// Linux `CA_EVENT_LOSS`: ssthresh = BWE·RTT_min, cwnd = 1, and RTT_min is
     /// re-learnt from the next sample.
-    fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
-        match self.bw_rttmin_segments() {
-            Some(s) => self.w.rto_with(s),
-            None => self.w.rto(),
+    fn on_rto(&mut self, _now: SimTime, _in_flight: u64, episode: RtoEpisode) {
+        // Linux: ssthresh from BWE·RTT_min is CA_EVENT_LOSS's, sent only for a
+        // new episode (`tcp_enter_loss`).
+        match (episode, self.bw_rttmin_segments()) {
+            (RtoEpisode::New, Some(s)) => self.w.rto_with(s, episode),
+            _ => self.w.rto(episode),
         }
-        self.reset_rtt_min = true;
+        if episode == RtoEpisode::New {
+            self.reset_rtt_min = true;
+        }
     }
 
     fn on_spurious_loss(&mut self, _now: SimTime) {
@@ -303,7 +307,7 @@ mod tests {
         s.cc.on_recovery_exit(s.now);
         assert_eq!(s.cwnd(), want);
         assert_eq!(s.cc.ssthresh(), want * PATH_MSS);
-        s.cc.on_rto(s.now, 0);
+        s.cc.on_rto(s.now, 0, crate::cc::RtoEpisode::New);
         assert_eq!(s.cwnd(), 1, "RTO: one segment");
         assert_eq!(s.cc.ssthresh(), want * PATH_MSS, "RTO: ssthresh = BWE·RTT_min");
     }

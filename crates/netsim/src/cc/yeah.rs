@@ -27,7 +27,7 @@
 //! (`tcp_vegas_state` → `vegas_enable`).
 
 use super::segwin::{undo_to_saved, RoundTracker, SegWindow};
-use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params};
+use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params, RtoEpisode};
 use netunits::{SimDuration, SimTime};
 
 /// YeAH parameters (defaults: Linux `tcp_yeah.c` = the paper's).
@@ -248,9 +248,14 @@ impl CongestionControl for Yeah {
         self.s.round_min_rtt = None;
     }
 
-    fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
-        self.undo = Some(self.s);
-        let ss = self.ssthresh_for();
+    fn on_rto(&mut self, _now: SimTime, _in_flight: u64, episode: RtoEpisode) {
+        let ss = match episode {
+            RtoEpisode::New => {
+                self.undo = Some(self.s);
+                self.ssthresh_for()
+            }
+            RtoEpisode::Ongoing => self.s.w.ssthresh,
+        };
         self.s.w.enter_loss(ss);
         self.s.round.reset();
         self.s.round_due = false;

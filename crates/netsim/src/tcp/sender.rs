@@ -31,7 +31,7 @@ use aqm::PacketMeta;
 use netunits::prefetch::prefetch;
 use netunits::{Bandwidth, SimDuration, SimTime};
 
-use crate::cc::{AckSample, CongestionControl, CongestionEvent, CongestionSignal, RateSample};
+use crate::cc::{AckSample, CongestionControl, CongestionEvent, CongestionSignal, RateSample, RtoEpisode};
 use super::pending::PendingBits;
 use super::tso;
 use crate::packet::{Pkt, TcpAck as Ack, LINK_FRAMING_BYTES, NO_WINDOW_LIMIT, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES, WIRE_BYTES};
@@ -294,6 +294,9 @@ pub(crate) struct TcpSender {
     undo_retrans: u64,
     /// F-RTO in progress after a timeout (RFC 5682 §3.1).
     frto: bool,
+    /// Timeouts since the cumulative ACK last moved (Linux `icsk_retransmits`):
+    /// a timeout in Loss reduces ssthresh again only after progress.
+    rto_repeats: u32,
     /// F-RTO step 2b: this ACK sends new data instead of retransmissions.
     frto_send_new: bool,
     pub(crate) spurious_undos: u64,
@@ -364,6 +367,7 @@ impl TcpSender {
             undo_marker: None,
             undo_retrans: 0,
             frto: false,
+            rto_repeats: 0,
             frto_send_new: false,
             spurious_undos: 0,
             syn: None,
@@ -1032,6 +1036,7 @@ impl TcpSender {
             }
             acked_segs = cum - self.snd_una;
             self.snd_una = cum;
+            self.rto_repeats = 0; // Linux tcp_ack: snd_una advanced
             self.pending.forget_below(cum);
             self.rxt_scan = self.rxt_scan.max(cum);
             self.lost_mark = self.lost_mark.max(cum);
@@ -1292,6 +1297,7 @@ impl TcpSender {
         self.undo_marker = None;
         self.frto = false;
         self.frto_send_new = false;
+        self.rto_repeats = 0; // Linux tcp_try_undo_loss
         if matches!(self.state, CaState::Recovery | CaState::Loss) {
             self.state = CaState::Open;
         }
@@ -1654,15 +1660,34 @@ impl TcpSender {
             return;
         }
         self.rto_count += 1;
-        // Linux tcp_enter_loss: a timeout outside recovery starts a new undo
-        // episode and F-RTO; one during recovery keeps the recovery's marker.
-        if self.state != CaState::Recovery || self.undo_marker.is_none() {
+        // Linux tcp_enter_loss: reduce ssthresh only if no reduction was made
+        // inside this window — the sender was Open (or Disorder, which Open
+        // covers here), the recovery point is acknowledged, or it was in Loss
+        // and the cumulative ACK has moved since the last timeout. Only then
+        // does an undo episode start; a timeout during fast recovery or ECN's
+        // CWR, or a second one with no progress, keeps ssthresh and the
+        // episode's undo marker.
+        let episode = if self.state == CaState::Open
+            || self.snd_una >= self.recovery_point
+            || (self.state == CaState::Loss && self.rto_repeats == 0)
+        {
+            RtoEpisode::New
+        } else {
+            RtoEpisode::Ongoing
+        };
+        if episode == RtoEpisode::New || self.undo_marker.is_none() {
             self.undo_marker = Some(self.snd_una);
             self.undo_retrans = 0;
         }
-        self.frto = self.cfg.frto && self.cfg.sack && self.state != CaState::Recovery;
+        // RFC 5682 §3.1 step 1 (and §3.2): F-RTO after a timeout that starts a
+        // recovery, or after a repeated one on the same snd_una — not after one
+        // inside an episode of fast recovery or after progress in Loss.
+        self.frto = self.cfg.frto
+            && self.cfg.sack
+            && (matches!(self.state, CaState::Open | CaState::Cwr) || self.rto_repeats > 0);
         self.frto_send_new = false;
-        self.cc.on_rto(now, self.pipe_bytes());
+        self.cc.on_rto(now, self.pipe_bytes(), episode);
+        self.rto_repeats += 1;
         self.rtt.back_off();
         // Everything outstanding and not SACKed is lost; earlier retransmissions
         // are presumed lost too (Linux tcp_enter_loss).
@@ -1785,7 +1810,7 @@ mod tests {
         }
         fn on_ack(&mut self, _ack: &AckSample) {}
         fn on_congestion_event(&mut self, _ev: &CongestionEvent) {}
-        fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {}
+        fn on_rto(&mut self, _now: SimTime, _in_flight: u64, _episode: crate::cc::RtoEpisode) {}
         fn pacing_rate(&self) -> Option<Bandwidth> {
             Some(self.0)
         }
@@ -1795,7 +1820,8 @@ mod tests {
     }
 
     /// A Reno-like controller with a fixed window: `w` segments, halved to
-    /// `w/2` (cwnd and ssthresh) on a congestion event, 1 on an RTO.
+    /// `w/2` (cwnd and ssthresh) on a congestion event, 1 on an RTO (ssthresh
+    /// halved only when the timeout starts a new episode).
     #[derive(Debug)]
     struct Halving {
         mss: u64,
@@ -1820,9 +1846,11 @@ mod tests {
             self.ssthresh = self.cwnd / 2;
             self.cwnd = self.ssthresh;
         }
-        fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {
-            self.prior = Some((self.cwnd, self.ssthresh));
-            self.ssthresh = self.cwnd / 2;
+        fn on_rto(&mut self, _now: SimTime, _in_flight: u64, episode: RtoEpisode) {
+            if episode == RtoEpisode::New {
+                self.prior = Some((self.cwnd, self.ssthresh));
+                self.ssthresh = self.cwnd / 2;
+            }
             self.cwnd = 1;
         }
         fn on_spurious_loss(&mut self, _now: SimTime) {
@@ -1959,7 +1987,7 @@ mod tests {
             self.may_grow.borrow_mut().push(!ack.app_limited);
         }
         fn on_congestion_event(&mut self, _ev: &CongestionEvent) {}
-        fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {}
+        fn on_rto(&mut self, _now: SimTime, _in_flight: u64, _episode: crate::cc::RtoEpisode) {}
     }
 
     #[test]
@@ -2256,6 +2284,52 @@ mod tests {
     }
 
     #[test]
+    fn a_timeout_reduces_ssthresh_once_per_window_as_linux_enter_loss() {
+        // Linux tcp_enter_loss. 20 segments out at 0 (window 20, TLP off). SACKs
+        // of 1..3 start fast recovery: ssthresh 20/2 = 10, recovery point 20.
+        // Nothing more arrives; the RTO (1 s, no RTT sample yet) fires inside
+        // that recovery: cwnd 1, but ssthresh stays 10 (the window was already
+        // reduced). The backed-off RTO fires again at 3 s with no progress:
+        // still 10. Then R0's ACK moves snd_una to 4 (1..3 were SACKed; still
+        // below the new recovery point 20), which clears the timeout count, and
+        // the next RTO in Loss counts as a new episode: ssthresh = cwnd/2 of the
+        // then window of 1 = 0 for this test controller (real ones floor at 2).
+        let mut s = sender(20, true, false);
+        s.cfg.tlp = false;
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        out.clear();
+        for seg in 1..4u64 {
+            s.on_ack(SimTime::from_millis(100 + seg), &ack(0, &[(1, seg + 1)]), &mut out);
+        }
+        assert_eq!((s.state, s.cc.ssthresh()), (CaState::Recovery, 10 * MSS as u64));
+        let rto1 = s.rto_deadline;
+        s.on_timer(rto1, &mut out);
+        assert_eq!((s.state, s.cc.cwnd(), s.cc.ssthresh()), (CaState::Loss, MSS as u64, 10 * MSS as u64));
+        let rto2 = s.rto_deadline;
+        assert!(rto2 > rto1);
+        s.on_timer(rto2, &mut out);
+        assert_eq!((s.rto_count, s.cc.ssthresh()), (2, 10 * MSS as u64), "no progress: same episode");
+        s.on_ack(rto2 + SimDuration::from_millis(100), &ack(4, &[]), &mut out);
+        assert_eq!(s.state, CaState::Loss);
+        let rto3 = s.rto_deadline;
+        s.on_timer(rto3, &mut out);
+        assert_eq!((s.rto_count, s.cc.ssthresh()), (3, 0), "progress since the last timeout: reduce again");
+    }
+
+    #[test]
+    fn a_timeout_in_open_state_reduces_and_starts_frto() {
+        // The Open-state case of the same rule: 10 segments out, no ACK, RTO at
+        // 1 s: ssthresh 10/2 = 5 and F-RTO armed (RFC 5682 §3.1 step 1).
+        let mut s = sender(10, true, false);
+        s.cfg.tlp = false;
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        s.on_timer(SimTime::from_secs(1), &mut out);
+        assert_eq!((s.state, s.cc.ssthresh(), s.frto), (CaState::Loss, 5 * MSS as u64, true));
+    }
+
+    #[test]
     fn frto_undoes_a_spurious_timeout() {
         // RFC 5682 §3.1: 10 segments out at 0, no RTT sample yet, so the RTO
         // fires at 1 s (RFC 6298 (2.1)) and retransmits 0 with cwnd 1. The ACK
@@ -2345,7 +2419,7 @@ mod tests {
             self.ssthresh = ev.in_flight / 2;
             self.cwnd.set(self.ssthresh);
         }
-        fn on_rto(&mut self, _now: SimTime, _in_flight: u64) {}
+        fn on_rto(&mut self, _now: SimTime, _in_flight: u64, _episode: crate::cc::RtoEpisode) {}
     }
 
     #[test]

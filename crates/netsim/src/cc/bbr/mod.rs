@@ -74,7 +74,7 @@ mod tests;
 
 pub use config::BbrConfig;
 
-use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, CongestionSignal, Params};
+use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, CongestionSignal, Params, RtoEpisode};
 use min_max::MinMax;
 use netunits::{Bandwidth, SimDuration, SimTime};
 
@@ -428,8 +428,11 @@ impl CongestionControl for Bbr {
     /// of a round, and run the long-term sampler with one loss (the core has just
     /// marked everything not SACKed — `in_flight` — lost, `tcp_timeout_mark_lost`).
     /// The core then sets cwnd to 1 packet, from which `set_cwnd` slow-starts back.
-    fn on_rto(&mut self, _now: SimTime, in_flight: u64) {
-        self.save_cwnd();
+    fn on_rto(&mut self, _now: SimTime, in_flight: u64, episode: RtoEpisode) {
+        // `bbr_ssthresh` (the op, for a new episode only) saves the window.
+        if episode == RtoEpisode::New {
+            self.save_cwnd();
+        }
         self.ca_state = CaState::Loss;
         self.prev_ca_state = CaState::Loss;
         self.full_bw = Bandwidth::from_bps(0);

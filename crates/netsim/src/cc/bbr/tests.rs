@@ -432,7 +432,7 @@ fn rto_drops_to_one_packet_and_slow_starts_back_to_the_target() {
     let mut d = in_probe_bw(cfg());
     d.round(200, mbps(10), 125);
     let before = d.bbr.cwnd();
-    d.bbr.on_rto(d.now, before);
+    d.bbr.on_rto(d.now, before, crate::cc::RtoEpisode::New);
     assert_eq!(d.bbr.cwnd(), MSS);
     d.in_recovery = true;
     d.round(4, mbps(10), 5);

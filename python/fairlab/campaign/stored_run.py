@@ -49,9 +49,6 @@ class StoredRun:
             self._meta = json.loads(self._files[RUN_JSON])["meta"]
         return self._meta
 
-    def has_table(self, name: str) -> bool:
-        return f"{name}.parquet" in self._files
-
     def columns(self, table: str, names: list[str]) -> dict[str, np.ndarray] | None:
         """The named columns of one table as NumPy arrays (nulls as NaN, so ask only
         for float or non-null columns), in file order; None when the table or a
@@ -60,7 +57,8 @@ class StoredRun:
         if data is None:
             return None
         pf = pq.ParquetFile(pa.BufferReader(data))
-        if any(n not in pf.schema_arrow.names for n in names):
+        present = set(pf.schema_arrow.names)  # schema_arrow is rebuilt on each access
+        if not present.issuperset(names):
             return None
         t = pf.read(columns=names, use_threads=False)  # see read_parquet_bytes
         return {n: t.column(n).to_numpy() for n in names}

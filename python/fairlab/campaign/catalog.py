@@ -178,8 +178,9 @@ def derive(store: Store) -> dict[str, pd.DataFrame]:
     util_by_key: dict[str, float | None] = {}
     point_models: dict[str, dict[str, Any]] = {}
     setup_by_cond: dict[str, dict[str, Any]] = {}
-    # canonical scenario -> (has a window, set-up columns): the runs of one condition
-    # differ only in their seed, which no set-up column depends on
+    # canonical scenario -> (has a window, set-up columns), made once: runs sharing a
+    # scenario (a condition's runs) differ only in the seed they resolve it with, and
+    # no set-up column depends on the seed
     setups: dict[str, tuple[bool, dict[str, Any]]] = {}
     for key in sorted(store.done_keys()):
         # popped: a run's files are not needed once its rows are made

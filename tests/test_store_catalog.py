@@ -269,3 +269,19 @@ def test_the_stored_summaries_give_what_analysing_the_traces_again_gives(tmp_pat
         assert {n: (store.catalog_dir / f"{n}.parquet").read_bytes() for n in catalog} == catalog
         out[name] = reused
     assert all(r.jain_mean_jt.n == 2 for rs in out.values() for r in rs)
+
+
+def test_utilisation_from_two_columns_is_the_traces_to_the_last_bit(workdir, tmp_path):
+    from fairlab.campaign.catalog import run_utilisation, utilisation
+
+    store = Store(workdir / "out" / "c")
+    for key in sorted(store.done_keys()):
+        for window in ((4.0, 12.0), (0.0, 12.0), (5.5, 7.0)):
+            assert run_utilisation(store.open_run(key), RATE, window) == utilisation(store.load(key), RATE, window)
+    # without meta['interval_s'] the run is read as a Trace, which infers the interval
+    key = sorted(store.done_keys())[0]
+    tr = store.load(key)
+    bare = Trace(samples=tr.samples, flows=tr.flows, bottleneck=tr.bottleneck, meta={k: v for k, v in tr.meta.items() if k != "interval_s"})
+    other = Store(tmp_path / "s")
+    other.write(key, encode_run(key, bare))
+    assert run_utilisation(other.open_run(key), RATE, (4.0, 12.0)) == utilisation(tr, RATE, (4.0, 12.0)) > 0.8

@@ -187,3 +187,101 @@ def test_a_trace_survives_the_store_unchanged(tmp_path_factory, rows, with_bottl
         assert back.bottleneck is None
     assert back.meta == tr.meta
     assert encode_run("k1", back) == encode_run("k1", tr)  # deterministic bytes
+
+
+# ---------------------------------------------------------------- what the catalog re-reads (issue 15 item 5)
+def _count_work(monkeypatch) -> dict[str, object]:
+    """Count, during the block that follows, each verified read of a run's files, each
+    whole-Trace parse and each `analyze` call the catalog makes."""
+    import fairlab.campaign.aggregate as aggregate_mod
+    from fairlab.campaign.stored_run import StoredRun
+
+    counts: dict[str, object] = {"reads": {}, "traces": {}, "analyses": 0}
+    read, trace, analyze = Store._read_verified, StoredRun.trace, aggregate_mod.analyze
+
+    def counting_read(self, key):
+        counts["reads"][key] = counts["reads"].get(key, 0) + 1
+        return read(self, key)
+
+    def counting_trace(self):
+        counts["traces"][self.key] = counts["traces"].get(self.key, 0) + 1
+        return trace(self)
+
+    def counting_analyze(*args, **kwargs):
+        counts["analyses"] += 1
+        return analyze(*args, **kwargs)
+
+    monkeypatch.setattr(Store, "_read_verified", counting_read)
+    monkeypatch.setattr(StoredRun, "trace", counting_trace)
+    monkeypatch.setattr(aggregate_mod, "analyze", counting_analyze)
+    return counts
+
+
+def test_the_catalog_reads_each_run_once_and_reanalyses_only_for_nru_and_harm(workdir, monkeypatch):
+    # Before: the catalog parsed every run's whole trace (calibration and solo runs
+    # too, for numbers their run.json holds) and analysed every main run again.
+    store = Store(workdir / "out" / "c")
+    keys = store.done_keys()
+    main = {k for k in keys if store.run_meta(k)["task"]["kind"] == "main"}
+    counts = _count_work(monkeypatch)
+    store.build_catalog()
+    assert counts["reads"] == {k: 1 for k in keys}
+    # NRU weights and harm baselines exist only once the calibration and solo runs
+    # are in, so main runs are analysed once more, each once; the others never.
+    assert counts["traces"] == {k: 1 for k in main} and counts["analyses"] == len(main) == 8
+
+
+def test_without_nru_or_harm_the_catalog_takes_the_workers_analyses(tmp_path, monkeypatch):
+    # Before: every run was parsed and analysed again, though its worker had stored
+    # that very analysis in run.json.
+    doc = {k: v for k, v in CAMPAIGN.items() if k != "analysis"}
+    store = Store(tmp_path / "c")
+    assert run_campaign(expand(doc), store, workers=1).failed == 0
+    before = {n: (store.catalog_dir / f"{n}.parquet").read_bytes() for n in ("runs", "summaries", "conditions")}
+    counts = _count_work(monkeypatch)
+    store.build_catalog()
+    assert counts["reads"] == {k: 1 for k in store.done_keys()} and len(counts["reads"]) == 8
+    assert counts["traces"] == {} and counts["analyses"] == 0
+    assert {n: (store.catalog_dir / f"{n}.parquet").read_bytes() for n in before} == before  # deterministic
+
+
+def test_the_stored_summaries_give_what_analysing_the_traces_again_gives(tmp_path, monkeypatch):
+    """Every number `aggregate` and the catalog report, from the workers' summaries
+    and from a fresh analysis of every trace, bit for bit."""
+    import dataclasses
+
+    import fairlab.campaign.aggregate as aggregate_mod
+    from fairlab.campaign.aggregate import aggregate
+
+    # with the scenario's window, and without one (the analysis then takes the trace's extent)
+    whole = {**{k: v for k, v in CAMPAIGN.items() if k not in ("analysis", "window")}, "sweep": {"flows[1].cca": ["cubic", "bbr"]}}
+    out = {}
+    for name, camp_doc in (("window", {**whole, "window": ["4s", "12s"]}), ("whole", whole)):
+        store = Store(tmp_path / name)
+        assert run_campaign(expand(camp_doc), store, workers=1).failed == 0
+        reused = aggregate(store)
+        catalog = {n: (store.catalog_dir / f"{n}.parquet").read_bytes() for n in ("runs", "summaries", "conditions")}
+        with monkeypatch.context() as m:
+            m.setattr(aggregate_mod, "from_summary", lambda *_: None)  # analyse every trace
+            fresh = aggregate(store)
+            store.build_catalog()
+        assert [dataclasses.asdict(r) for r in reused] == [dataclasses.asdict(r) for r in fresh]
+        assert {n: (store.catalog_dir / f"{n}.parquet").read_bytes() for n in catalog} == catalog
+        out[name] = reused
+    assert all(r.jain_mean_jt.n == 2 for rs in out.values() for r in rs)
+
+
+def test_utilisation_from_two_columns_is_the_traces_to_the_last_bit(workdir, tmp_path):
+    from fairlab.campaign.catalog import run_utilisation, utilisation
+
+    store = Store(workdir / "out" / "c")
+    for key in sorted(store.done_keys()):
+        for window in ((4.0, 12.0), (0.0, 12.0), (5.5, 7.0)):
+            assert run_utilisation(store.open_run(key), RATE, window) == utilisation(store.load(key), RATE, window)
+    # without meta['interval_s'] the run is read as a Trace, which infers the interval
+    key = sorted(store.done_keys())[0]
+    tr = store.load(key)
+    bare = Trace(samples=tr.samples, flows=tr.flows, bottleneck=tr.bottleneck, meta={k: v for k, v in tr.meta.items() if k != "interval_s"})
+    other = Store(tmp_path / "s")
+    other.write(key, encode_run(key, bare))
+    assert run_utilisation(other.open_run(key), RATE, (4.0, 12.0)) == utilisation(tr, RATE, (4.0, 12.0)) > 0.8

@@ -341,12 +341,18 @@ class Trace:
 def _is_sorted(df: pd.DataFrame, keys: tuple[str, ...]) -> bool:
     """True if ``df`` is already ordered by ``keys`` (lexicographically), so the copy
     a sort makes can be skipped for the large, usually ordered, imported tables."""
-    if len(df) < 2:
+    return is_sorted_by([df[key].to_numpy(dtype=float, na_value=np.nan) for key in keys])
+
+
+def is_sorted_by(columns: list[np.ndarray]) -> bool:
+    """True if rows are ordered lexicographically by ``columns`` (equal-length
+    arrays, most significant first): the order `Trace.from_frames` gives samples."""
+    if not columns or len(columns[0]) < 2:
         return True
-    order_ok = np.zeros(len(df) - 1, dtype=bool)
-    tied = np.ones(len(df) - 1, dtype=bool)
-    for key in keys:
-        d = np.diff(df[key].to_numpy(dtype=float, na_value=np.nan))
+    order_ok = np.zeros(len(columns[0]) - 1, dtype=bool)
+    tied = np.ones(len(columns[0]) - 1, dtype=bool)
+    for col in columns:
+        d = np.diff(np.asarray(col, dtype=float))
         order_ok |= tied & (d > 0)
         tied &= d == 0
     return bool(np.all(order_ok | tied))

@@ -28,7 +28,9 @@ from ..report.labels import condition_label
 from ..scenario import Scenario
 from ..trace import Trace
 from .plan import CALIBRATION, CRN_KEY, MAIN, SOLO, Campaign, expand
+from .run_numbers import RunNumbers, from_summary
 from .store import Store, manifest_crn
+from .stored_run import StoredRun
 
 
 #: Below this fraction of the link rate a condition's flows did not fill the link, so
@@ -152,7 +154,11 @@ class CampaignResults(list):
 def backend_of(trace: Trace) -> str:
     """What made a run, as a reader needs it to judge the numbers: the simulator and
     its engine build, or the live path with its kernel and tool versions."""
-    m = trace.meta
+    return backend_of_meta(trace.meta)
+
+
+def backend_of_meta(m: dict[str, Any]) -> str:
+    """`backend_of` from a run's metadata alone (run.json; no trace needed)."""
     if m.get("backend") == "live":
         em = (m.get("emulation") or {}).get("path", "?")
         tools = ", ".join(f"{k} {v}" for k, v in (m.get("tool_versions") or {}).items() if v and k != "pyroute2")
@@ -168,8 +174,10 @@ def backend_of(trace: Trace) -> str:
     return f"fairlab simulator {m.get('fairlab_version') or m.get('tool_version') or ''}".strip() + (f", engine {engine}" if engine else "")
 
 
-def _mean_of_flows(trace: Trace) -> list[float]:
-    return [f["mean_bps"] for f in trace.meta["summary"]["flows"]]
+def _mean_of_flows(run: StoredRun) -> list[float]:
+    """The flows' mean throughputs the worker stored (calibration and solo runs are
+    reduced to these; their traces are not read)."""
+    return [f["mean_bps"] for f in run.meta["summary"]["flows"]]
 
 
 def _window_s(model: Scenario) -> tuple[float, float] | None:
@@ -193,9 +201,14 @@ def _entry_of_expanded(model: Scenario) -> list[int]:
     return out
 
 
-def aggregate(store: Store, campaign: Campaign | None = None, *, cache: dict[str, Trace] | None = None) -> CampaignResults:
+def aggregate(store: Store, campaign: Campaign | None = None, *, cache: dict[str, StoredRun] | None = None) -> CampaignResults:
     """Per-condition results for every main condition of the campaign in ``store``
-    (``cache``: run key -> Trace, shared with a caller that reads the runs too)."""
+    (``cache``: run key -> `StoredRun`, shared with a caller that reads the runs too).
+
+    Each run's files are read and verified once. A condition without NRU or harm
+    takes each run's numbers from the summary its worker stored (`run_numbers`);
+    only NRU and harm, which need the calibration and solo runs first, parse the
+    trace and analyse it again."""
     camp = campaign or campaign_of(store)
     done = store.done_keys()
     tasks_by_cond: dict[str, list] = {}
@@ -204,12 +217,12 @@ def aggregate(store: Store, campaign: Campaign | None = None, *, cache: dict[str
 
     cache = {} if cache is None else cache
 
-    def load(key: str) -> Trace:
+    def load(key: str) -> StoredRun:
         if key not in cache:
-            cache[key] = store.load(key)
+            cache[key] = store.open_run(key)
         return cache[key]
 
-    def runs_of(keys: list[str]) -> list[Trace]:
+    def runs_of(keys: list[str]) -> list[StoredRun]:
         return [load(k) for k in keys if k in done]
 
     results: list[ConditionResult] = []
@@ -218,8 +231,8 @@ def aggregate(store: Store, campaign: Campaign | None = None, *, cache: dict[str
         model = tasks[0].model()
         window = _window_s(model)
         done_tasks = [t for t in tasks if t.key in done]
-        traces = [load(t.key) for t in done_tasks]
-        missing = len(tasks) - len(traces)
+        stored = [load(t.key) for t in done_tasks]
+        missing = len(tasks) - len(stored)
         links = camp.links.get(cond, {"calibration": {}, "solo": {}})
         labels = [lbl for lbl, _ in model.expanded_flows()]
         ccas = [f.cca for _, f in model.expanded_flows()]
@@ -230,7 +243,7 @@ def aggregate(store: Store, campaign: Campaign | None = None, *, cache: dict[str
         if model.analysis.nru and links["calibration"]:
             per_cca: dict[str, float] = {}
             for cca, cal_keys in links["calibration"].items():
-                vals = [v for tr in runs_of(cal_keys) for v in _mean_of_flows(tr) if v is not None]
+                vals = [v for run in runs_of(cal_keys) for v in _mean_of_flows(run) if v is not None]
                 if vals:
                     per_cca[cca] = float(np.mean(vals))
             if all(c in per_cca and per_cca[c] > 0 for c in ccas):
@@ -239,7 +252,7 @@ def aggregate(store: Store, campaign: Campaign | None = None, *, cache: dict[str
         if model.analysis.harm and links["solo"]:
             solo_means = {}
             for i, solo_keys in links["solo"].items():
-                vals = [_mean_of_flows(tr)[0] for tr in runs_of(solo_keys)]
+                vals = [_mean_of_flows(run)[0] for run in runs_of(solo_keys)]
                 vals = [v for v in vals if v is not None]
                 if vals:
                     solo_means[int(i)] = float(np.mean(vals))
@@ -258,27 +271,31 @@ def aggregate(store: Store, campaign: Campaign | None = None, *, cache: dict[str
         n_conv = 0
         epoch = None if model.analysis.epoch is None else model.analysis.epoch / 1e9
         per_run: dict[str, dict[str, Any]] = {}
-        for task, tr in zip(done_tasks, traces):
-            a = analyze(
-                tr,
-                window=window,
-                expected_bps=expected,
-                solo_bps=solo,
-                calibration=measured_cal if expected is None else None,
-                baseline=measured_base if solo is None else None,
-                epoch=epoch,
-                u_c=model.analysis.uc,
-                k=model.analysis.hold,
-            )
+        # Without NRU weights or harm baselines the worker's stored summary is this analysis.
+        plain = expected is None and solo is None and measured_cal is None and measured_base is None
+        for task, run in zip(done_tasks, stored):
+            a = from_summary(run.meta.get("summary"), window) if plain else None
+            if a is None:
+                a = RunNumbers.of(analyze(
+                    run.trace(),
+                    window=window,
+                    expected_bps=expected,
+                    solo_bps=solo,
+                    calibration=measured_cal if expected is None else None,
+                    baseline=measured_base if solo is None else None,
+                    epoch=epoch,
+                    u_c=model.analysis.uc,
+                    k=model.analysis.hold,
+                ))
             if a.expected_bps is not None and res_expected is None:
                 res_expected = list(a.expected_bps)
-            jt.append(a.jain.mean_jt)
-            jm.append(a.jain.of_means)
-            present = [f.mean_bps for f in a.flows if f.mean_bps is not None]
+            jt.append(a.jain_mean_jt)
+            jm.append(a.jain_of_means)
+            present = [m for m in a.flow_means if m is not None]
             if present:
                 util.append(float(sum(present)) / model.bottleneck.rate)
-            for i, f in enumerate(a.flows):
-                flow_means[i].append(f.mean_bps)
+            for i, m in enumerate(a.flow_means):
+                flow_means[i].append(m)
             if a.nru is not None:
                 up.append(a.nru.u_plus)
                 um.append(a.nru.u_minus)
@@ -292,8 +309,8 @@ def aggregate(store: Store, campaign: Campaign | None = None, *, cache: dict[str
                 for i, h in enumerate(a.harm.per_flow):
                     harm_flow[i].append(h)
             per_run[task.key] = {
-                "jain_mean_jt": a.jain.mean_jt,
-                "jain_of_means": a.jain.of_means,
+                "jain_mean_jt": a.jain_mean_jt,
+                "jain_of_means": a.jain_of_means,
                 "nru_u_plus": a.nru.u_plus if a.nru else None,
                 "nru_u_minus": a.nru.u_minus if a.nru else None,
                 "nru_u_mean": a.nru.u_mean if a.nru else None,
@@ -307,7 +324,7 @@ def aggregate(store: Store, campaign: Campaign | None = None, *, cache: dict[str
                         "nru_u_db": a.nru.flows[i].u if a.nru else None,
                         "harm": a.harm.per_flow[i] if a.harm else None,
                     }
-                    for i in range(len(a.flows))
+                    for i in range(len(a.flow_means))
                 ],
             }
         jt_stats = run_stats(jt)
@@ -329,10 +346,10 @@ def aggregate(store: Store, campaign: Campaign | None = None, *, cache: dict[str
             seeds=[t.seed for t in tasks],
             utilisation_per_run=util,
             utilisation=run_stats(util) if util else None,
-            backend_versions=sorted({backend_of(tr) for tr in traces}),
+            backend_versions=sorted({backend_of_meta(run.meta) for run in stored}),
             per_run=per_run,
         )
-        if up and traces:
+        if up and stored:
             res.nru_u_plus, res.nru_u_minus = run_stats(up), run_stats(um)
             res.nru_u_mean, res.nru_s_system = run_stats(umean), run_stats(ss)
             # The tuple of means over runs; a side empty in some runs is averaged over
@@ -342,7 +359,7 @@ def aggregate(store: Store, campaign: Campaign | None = None, *, cache: dict[str
             if epoch is not None:
                 res.t_convergence = run_stats(tu)
                 res.n_converged = n_conv
-        if harm_mean and traces:
+        if harm_mean and stored:
             res.harm_mean = run_stats(harm_mean)
             res.harm_per_flow = [run_stats(h) for h in harm_flow]
         results.append(res)

@@ -25,9 +25,10 @@ import numpy as np
 import pandas as pd
 
 from ..scenario import Scenario
-from ..trace import BOTTLENECK_COLUMNS, FLOW_COLUMNS, SAMPLE_COLUMNS, Trace
+from ..trace import BOTTLENECK_COLUMNS, FLOW_COLUMNS, SAMPLE_COLUMNS, Trace, is_sorted_by
 from .plan import apply_point, canonical_json, is_grouped_axis
 from .store import TABLES, Store, StoreError
+from .stored_run import StoredRun
 
 DERIVED = ("runs", "summaries", "conditions")
 #: Every table and view `fairlab query` offers.
@@ -123,23 +124,53 @@ def utilisation(trace: Trace, rate_bps: float, window: tuple[float, float]) -> f
     """Share of the bottleneck rate the flows delivered together in the window: the
     bits of every sample whose interval ends in (start, end], over (end - start) ×
     rate. A flow absent for part of the window contributes nothing there."""
+    return _utilisation(trace.samples["t"].to_numpy(), trace.samples["throughput_bps"].to_numpy(), trace.interval, rate_bps, window)
+
+
+def _utilisation(t: np.ndarray, throughput: np.ndarray, interval: float, rate_bps: float,
+                 window: tuple[float, float]) -> float | None:
     lo, hi = window
     if hi <= lo or rate_bps <= 0:
         return None
-    t = trace.samples["t"].to_numpy()
     sel = (t > lo + 1e-9) & (t <= hi + 1e-9)
-    bits = float(trace.samples["throughput_bps"].to_numpy()[sel].sum()) * trace.interval
+    bits = float(throughput[sel].sum()) * interval
     return bits / ((hi - lo) * rate_bps)
+
+
+def run_utilisation(run: StoredRun, rate_bps: float, window: tuple[float, float]) -> float | None:
+    """`utilisation` of a stored run from two columns of its samples file instead of
+    the whole Trace. The sum runs over the samples in the order a Trace holds them
+    (run, flow, t), which is the order the store writes them; a file in another
+    order, or without ``meta['interval_s']``, is read as a Trace, so the value is
+    the same to the last bit either way."""
+    cols = run.columns("samples", ["run", "flow", "t", "throughput_bps"])
+    interval = run.meta.get("interval_s")
+    if cols is None or not interval or not is_sorted_by([cols["run"], cols["flow"], cols["t"]]):
+        return utilisation(run.trace(), rate_bps, window)
+    return _utilisation(cols["t"], cols["throughput_bps"], float(interval), rate_bps, window)
+
+
+def flow_rtts(run: StoredRun) -> dict[int, float]:
+    """Flow id -> RTT (s) from the run's flow table (NaN where unknown)."""
+    cols = run.columns("flows", ["flow", "rtt_s"])
+    if cols is None:
+        fl = run.trace().flows
+        return dict(zip(fl["flow"].astype(int), fl["rtt_s"].astype(float)))
+    return dict(zip(cols["flow"].astype(int).tolist(), cols["rtt_s"].astype(float).tolist()))
 
 
 # ----------------------------------------------------------------- derived tables
 def derive(store: Store) -> dict[str, pd.DataFrame]:
-    """The derived tables from the store's runs (verified on read)."""
+    """The derived tables from the store's runs (verified on read).
+
+    Every run's files are read and verified once (`aggregate` and this share them);
+    a run's row needs its run.json and three columns, never its whole Trace, and a
+    scenario is parsed once however many runs share it (issue 15 item 5)."""
     from ..metrics.stats import run_stats
     from .aggregate import aggregate, campaign_of
 
     camp = campaign_of(store)
-    cache: dict[str, Trace] = {}
+    cache: dict[str, StoredRun] = {}
     results = aggregate(store, camp, cache=cache)
     per_run = {k: v for r in results for k, v in r.per_run.items()}
     tasks = {t.key: t for t in camp.tasks}
@@ -147,9 +178,14 @@ def derive(store: Store) -> dict[str, pd.DataFrame]:
     util_by_key: dict[str, float | None] = {}
     point_models: dict[str, dict[str, Any]] = {}
     setup_by_cond: dict[str, dict[str, Any]] = {}
+    # canonical scenario -> (has a window, set-up columns), made once: runs sharing a
+    # scenario (a condition's runs) differ only in the seed they resolve it with, and
+    # no set-up column depends on the seed
+    setups: dict[str, tuple[bool, dict[str, Any]]] = {}
     for key in sorted(store.done_keys()):
-        tr = cache[key] if key in cache else store.load(key)
-        meta = tr.meta
+        # popped: a run's files are not needed once its rows are made
+        run = cache.pop(key, None) or store.open_run(key)
+        meta = run.meta
         task = meta.get("task") or {}
         summ = meta.get("summary") or {}
         row: dict[str, Any] = {
@@ -169,9 +205,11 @@ def derive(store: Store) -> dict[str, pd.DataFrame]:
         extra: dict[str, Any] = {}
         util = None
         if task.get("scenario"):
-            model = Scenario.from_dict(task["scenario"])
-            resolved = model.resolve(seed=task.get("seed"))
-            setup = setup_columns(model, resolved)
+            skey = row["scenario"]
+            if skey not in setups:
+                model = Scenario.from_dict(task["scenario"])
+                setups[skey] = (model.window is not None, setup_columns(model, model.resolve(seed=task.get("seed"))))
+            has_window, setup = setups[skey]
             # Sweep columns describe the condition the run belongs to: a calibration
             # or solo run carries the values of the main condition it serves.
             point = task.get("point", {})
@@ -180,8 +218,8 @@ def derive(store: Store) -> dict[str, pd.DataFrame]:
                 main = Scenario.from_dict(apply_point(camp.base, point, source=str(store.root)))
                 point_models[pkey] = sweep_columns(point, main, main.resolve(seed=task.get("seed")))
             extra = {**setup, **point_models[pkey]}
-            win = (setup["window_start_s"], setup["window_end_s"]) if model.window is not None else (0.0, setup["duration_s"])
-            util = utilisation(tr, setup["rate_bps"], win)
+            win = (setup["window_start_s"], setup["window_end_s"]) if has_window else (0.0, setup["duration_s"])
+            util = run_utilisation(run, setup["rate_bps"], win)
             setup_by_cond.setdefault(task.get("condition"), extra)
         util_by_key[key] = util
         pr = per_run.get(key, {})
@@ -192,7 +230,7 @@ def derive(store: Store) -> dict[str, pd.DataFrame]:
             **{c: pr.get(c) for c in ("nru_u_plus", "nru_u_minus", "nru_u_mean", "nru_s_system", "nru_case", "nru_t_convergence_s", "harm_mean")},
         }
         runs.append({**row, **extra, **metrics})
-        rtt_by_flow = dict(zip(tr.flows["flow"].astype(int), tr.flows["rtt_s"].astype(float)))
+        rtt_by_flow = flow_rtts(run)
         flows = summ.get("flows", [])
         total = sum(f["mean_bps"] or 0.0 for f in flows)
         per_flow = pr.get("flows") or []

@@ -50,12 +50,11 @@ import pyarrow.parquet as pq
 from .. import __version__
 from ..trace import Trace, TraceError
 from .plan import Campaign, Task, canonical_json
+from .stored_run import RUN_JSON, TABLES, StoredRun
 
 #: Version of the directory layout; `campaign.json` records it.
 STORE_FORMAT = 2
 CHECKSUMS = "SHA256SUMS"
-RUN_JSON = "run.json"
-TABLES = ("samples", "flows", "bottleneck")
 #: Files every run directory must hold (bottleneck.parquet only when recorded).
 REQUIRED = ("samples.parquet", "flows.parquet", RUN_JSON)
 
@@ -413,23 +412,24 @@ class Store:
             return "its run.json holds another scenario or seed than the run its key names (edited or replaced)"
         return None
 
+    def open_run(self, key: str) -> StoredRun:
+        """Run ``key``'s files, checksums and key verified, parsed only as far as the
+        caller asks (`StoredRun`: run.json, a few columns, or the whole Trace)."""
+        old = self.runs_dir / f"{key}.parquet"
+        if old.exists():  # format 1: read as the next writer will convert it
+            return StoredRun(key, encode_run(key, Trace.from_parquet(old)))
+        files, reason = self._read_verified(key)
+        if files is None:
+            raise CorruptRun(f"{self.run_dir(key)}: {reason}; run the campaign again (the same fairlab run/reproduce "
+                             "command) to move it to quarantine/ and recompute it")
+        return StoredRun(key, files)
+
     def load(self, key: str) -> Trace:
         """Read run ``key``, verifying its checksums and key first."""
         old = self.runs_dir / f"{key}.parquet"
         if old.exists():
             return Trace.from_parquet(old)
-        files, reason = self._read_verified(key)
-        if files is None:
-            raise CorruptRun(f"{self.run_dir(key)}: {reason}; run the campaign again (the same fairlab run/reproduce "
-                             "command) to move it to quarantine/ and recompute it")
-        tables = {}
-        for name in TABLES:
-            data = files.get(f"{name}.parquet")
-            if data is not None:
-                t = pq.read_table(pa.BufferReader(data))
-                tables[name] = t.drop_columns(["run_key"]) if "run_key" in t.column_names else t
-        meta = json.loads(files[RUN_JSON])["meta"]
-        return Trace.from_tables(tables["samples"], tables["flows"], tables.get("bottleneck"), meta)
+        return self.open_run(key).trace()
 
     def run_meta(self, key: str) -> dict[str, Any]:
         """run.json's metadata of a run (task, summary, backend ...), verified."""
@@ -439,7 +439,7 @@ class Store:
         files, reason = self._read_verified(key)
         if files is None:
             raise CorruptRun(f"{self.run_dir(key)}: {reason}")
-        return json.loads(files[RUN_JSON])["meta"]
+        return StoredRun(key, files).meta
 
     # ------------------------------------------------------------------ catalog
     def build_catalog(self) -> Path:

@@ -1,9 +1,10 @@
 """Statistics over repeated runs: mean, sample standard deviation and a Student-t
-confidence interval (Student 1908), with the t quantile from `scipy.stats.t`.
+confidence interval (Student 1908), with the t quantile of `scipy.stats.t`.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -23,11 +24,19 @@ def t_ppf(p: float, df: float) -> float:
         raise ValueError("p must be in (0, 1)")
     if df <= 0 or not math.isfinite(df):
         raise ValueError("df must be finite and > 0")
-    # imported here: scipy.stats takes about as long to import as the rest of
-    # fairlab, and most commands never need a t quantile
-    from scipy import stats
+    return _t_quantile(float(p), float(df))
 
-    return float(stats.t.ppf(p, df))
+
+@functools.lru_cache(maxsize=None)
+def _t_quantile(p: float, df: float) -> float:
+    # `scipy.special.stdtrit` is the function `scipy.stats.t.ppf` evaluates (its
+    # `_ppf`, times scale 1 plus loc 0), so the value is the same to the last bit;
+    # scipy.stats itself costs a second of CPU to import, at the end of every campaign
+    # (catalog and report), for this one function. Imported here: most commands never
+    # need a t quantile. Cached: a campaign asks for the same few (p, n - 1) thousands of times.
+    from scipy import special
+
+    return float(special.stdtrit(df, p))
 
 
 @dataclass(frozen=True)

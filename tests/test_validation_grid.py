@@ -310,6 +310,16 @@ def test_a_broken_kernel_results_file_is_refused_with_what_is_wrong(tmp_path, te
         read_kernel_results(p)
 
 
+def test_every_shipped_cell_has_all_its_kernel_seeds():
+    """`newest_complete_format` falls back to an incomplete format when a cell has no
+    complete one (a partial `fairlab validate` still shows what it has), so a cell
+    shipped with one or two kernel runs (say, recorded by a run stopped midway)
+    would be judged on them. The shipped file holds whole cells only."""
+    kept = grid.newest_complete_format(pd.read_csv(committed_vm_results()))
+    seeds = kept.groupby("cell")["seed"].nunique()
+    assert (seeds >= grid.SEEDS).all(), seeds[seeds < grid.SEEDS].to_dict()
+
+
 def test_shipped_seeds_are_read_exactly():
     """Seeds above 2^53 survive reading (a float column would round them, and then
     recorded runs would not be recognised and would run again)."""

@@ -247,13 +247,10 @@ impl CongestionControl for Bic {
     }
 
     fn on_rto(&mut self, _now: SimTime, _in_flight: u64, episode: RtoEpisode) {
-        let ss = match episode {
-            RtoEpisode::New => {
-                self.undo = Some(self.s);
-                self.recalc_ssthresh()
-            }
-            RtoEpisode::Ongoing => self.s.w.ssthresh,
-        };
+        let ss = episode.ssthresh(self.s.w.ssthresh, || {
+            self.undo = Some(self.s);
+            self.recalc_ssthresh()
+        });
         // CA_Loss: `bictcp_reset`.
         self.s.last_max_cwnd = 0;
         self.s.delayed_ack = 2 << 4;

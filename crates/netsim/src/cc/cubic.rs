@@ -598,13 +598,10 @@ impl CongestionControl for Cubic {
     fn on_rto(&mut self, _now: SimTime, _in_flight: u64, episode: RtoEpisode) {
         // Linux `tcp_enter_loss`: the ssthresh op (for a new episode), then
         // CA_Loss resets CUBIC (`bictcp_state`) whichever it is.
-        let ss = match episode {
-            RtoEpisode::New => {
-                self.undo = Some(self.s);
-                self.recalc_ssthresh()
-            }
-            RtoEpisode::Ongoing => self.s.w.ssthresh,
-        };
+        let ss = episode.ssthresh(self.s.w.ssthresh, || {
+            self.undo = Some(self.s);
+            self.recalc_ssthresh()
+        });
         self.reset();
         self.s.w.enter_loss(ss);
     }

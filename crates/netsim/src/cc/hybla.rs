@@ -196,13 +196,10 @@ impl CongestionControl for Hybla {
     }
 
     fn on_rto(&mut self, _now: SimTime, in_flight: u64, episode: RtoEpisode) {
-        let ss = match episode {
-            RtoEpisode::New => {
-                self.undo = Some(self.s);
-                self.s.w.cwnd / 2
-            }
-            RtoEpisode::Ongoing => self.s.w.ssthresh,
-        };
+        let ss = episode.ssthresh(self.s.w.ssthresh, || {
+            self.undo = Some(self.s);
+            self.s.w.cwnd / 2
+        });
         self.s.w.enter_loss(ss);
         self.s.loss_left = in_flight.max(1);
     }

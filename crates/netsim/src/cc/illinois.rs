@@ -301,13 +301,10 @@ impl CongestionControl for Illinois {
     }
 
     fn on_rto(&mut self, _now: SimTime, _in_flight: u64, episode: RtoEpisode) {
-        let ss = match episode {
-            RtoEpisode::New => {
-                self.undo = Some(self.s);
-                self.ssthresh_for()
-            }
-            RtoEpisode::Ongoing => self.s.w.ssthresh,
-        };
+        let ss = episode.ssthresh(self.s.w.ssthresh, || {
+            self.undo = Some(self.s);
+            self.ssthresh_for()
+        });
         self.s.w.enter_loss(ss);
         // CA_Loss: back to Reno-like parameters and a fresh round.
         let beta_base = self.fp().3;

@@ -104,6 +104,18 @@ pub enum RtoEpisode {
     Ongoing,
 }
 
+impl RtoEpisode {
+    /// The ssthresh a timeout leaves: `kept` inside an episode; for a new one
+    /// whatever `new_episode` returns (the controller's ssthresh op, which also
+    /// saves the state an undo restores).
+    pub fn ssthresh<T>(self, kept: T, new_episode: impl FnOnce() -> T) -> T {
+        match self {
+            RtoEpisode::New => new_episode(),
+            RtoEpisode::Ongoing => kept,
+        }
+    }
+}
+
 /// Read-only view of a controller's state for trace sampling.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CcMetrics {

@@ -129,13 +129,10 @@ impl CongestionControl for Scalable {
     }
 
     fn on_rto(&mut self, _now: SimTime, _in_flight: u64, episode: RtoEpisode) {
-        let ss = match episode {
-            RtoEpisode::New => {
-                self.undo = Some(self.w);
-                self.ssthresh_for(self.w.cwnd)
-            }
-            RtoEpisode::Ongoing => self.w.ssthresh,
-        };
+        let ss = episode.ssthresh(self.w.ssthresh, || {
+            self.undo = Some(self.w);
+            self.ssthresh_for(self.w.cwnd)
+        });
         self.w.enter_loss(ss);
     }
 

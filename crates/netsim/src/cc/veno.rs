@@ -176,13 +176,10 @@ impl CongestionControl for Veno {
     }
 
     fn on_rto(&mut self, _now: SimTime, _in_flight: u64, episode: RtoEpisode) {
-        let ss = match episode {
-            RtoEpisode::New => {
-                self.undo = Some(self.s);
-                self.ssthresh_for()
-            }
-            RtoEpisode::Ongoing => self.s.w.ssthresh,
-        };
+        let ss = episode.ssthresh(self.s.w.ssthresh, || {
+            self.undo = Some(self.s);
+            self.ssthresh_for()
+        });
         self.s.w.enter_loss(ss);
     }
 

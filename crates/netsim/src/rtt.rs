@@ -33,6 +33,15 @@ impl RttEstimator {
     /// RTO is kept until a new valid sample).
     #[inline]
     pub fn sample(&mut self, r: SimDuration) {
+        self.sample_two(r, r);
+    }
+
+    /// Feed the two samples one TCP ACK gives (Linux `tcp_ack_update_rtt`): `r`,
+    /// timed on the oldest segment the ACK newly delivers, drives SRTT and RTTVAR;
+    /// `newest`, timed on the newest, the minimum (`tcp_update_rtt_min` takes
+    /// `ca_rtt_us`).
+    #[inline]
+    pub fn sample_two(&mut self, r: SimDuration, newest: SimDuration) {
         let r = r.as_nanos().max(1);
         if !self.has_sample {
             // RFC 6298 (2.2): SRTT <- R, RTTVAR <- R/2.
@@ -45,7 +54,7 @@ impl RttEstimator {
             self.rttvar = (3 * self.rttvar + err) / 4;
             self.srtt = (7 * self.srtt + r) / 8;
         }
-        self.min_rtt = self.min_rtt.min(r);
+        self.min_rtt = self.min_rtt.min(newest.as_nanos().max(1));
         self.backoff = 0;
     }
 

@@ -112,6 +112,19 @@ struct Prr {
     cwnd: u64,
 }
 
+/// Send times of the oldest and newest segments one ACK newly delivers, among
+/// those never retransmitted (Linux `first_ackt`/`last_ackt` for the cumulative
+/// part, `first_sackt`/`last_sackt` for the SACKed part).
+#[derive(Clone, Copy, Debug, Default)]
+struct SentSpan(Option<(SimTime, SimTime)>);
+
+impl SentSpan {
+    #[inline]
+    fn add(&mut self, sent: SimTime) {
+        self.0 = Some(self.0.map_or((sent, sent), |(first, last)| (first.min(sent), last.max(sent))));
+    }
+}
+
 /// Accumulates the rate sample of one ACK (Linux `struct rate_sample`).
 #[derive(Clone, Copy, Debug, Default)]
 struct RateAcc {
@@ -795,7 +808,7 @@ impl TcpSender {
 
     /// Mark segment `idx` (≥ snd_una) SACKed; returns its payload if newly delivered.
     #[inline]
-    fn mark_sacked(&mut self, idx: u64, rs: &mut RateAcc, sack_rtt: &mut Option<SimTime>) -> u64 {
+    fn mark_sacked(&mut self, idx: u64, rs: &mut RateAcc, sack_sent: &mut SentSpan) -> u64 {
         let len = self.seg_len(idx) as u64;
         let s = &mut self.segs[(idx - self.snd_una) as usize];
         if s.flags & SACKED != 0 {
@@ -816,7 +829,7 @@ impl TcpSender {
             self.retrans_out -= 1;
         }
         if f & EVER_RETRANS == 0 {
-            *sack_rtt = Some(sack_rtt.map_or(seg.sent, |t| t.max(seg.sent)));
+            sack_sent.add(seg.sent);
         }
         Self::rate_delivered(&mut self.first_tx_time, rs, &seg, idx);
         self.rack_delivered(rs, &seg, idx);
@@ -863,7 +876,7 @@ impl TcpSender {
     }
 
     /// Apply one SACK block `[s, e)`; returns newly delivered bytes.
-    fn process_sack_block(&mut self, s: u64, e: u64, rs: &mut RateAcc, sack_rtt: &mut Option<SimTime>) -> u64 {
+    fn process_sack_block(&mut self, s: u64, e: u64, rs: &mut RateAcc, sack_sent: &mut SentSpan) -> u64 {
         let s = s.max(self.snd_una);
         let e = e.min(self.snd_nxt);
         if s >= e {
@@ -877,7 +890,7 @@ impl TcpSender {
         while j < self.sack_ranges.len() && self.sack_ranges[j].0 <= e {
             let (a, b) = self.sack_ranges[j];
             for idx in cur..a.min(e) {
-                newly += self.mark_sacked(idx, rs, sack_rtt);
+                newly += self.mark_sacked(idx, rs, sack_sent);
             }
             cur = cur.max(b);
             lo = lo.min(a);
@@ -885,7 +898,7 @@ impl TcpSender {
             j += 1;
         }
         for idx in cur..e {
-            newly += self.mark_sacked(idx, rs, sack_rtt);
+            newly += self.mark_sacked(idx, rs, sack_sent);
         }
         if j == i + 1 {
             self.sack_ranges[i] = (lo, hi);
@@ -986,7 +999,7 @@ impl TcpSender {
         if ack.dsack().is_some() {
             self.rack.dsack_seen = true;
         }
-        let mut sack_rtt: Option<SimTime> = None;
+        let mut sack_sent = SentSpan::default();
         let mut newly_bytes = 0u64;
         let cum = ack.cum.min(self.snd_nxt);
 
@@ -994,12 +1007,12 @@ impl TcpSender {
         if self.cfg.sack {
             for k in 0..ack.nblocks as usize {
                 let (s, e) = ack.blocks[k];
-                newly_bytes += self.process_sack_block(s, e, &mut rs, &mut sack_rtt);
+                newly_bytes += self.process_sack_block(s, e, &mut rs, &mut sack_sent);
             }
         }
 
         let mut acked_segs = 0u64;
-        let mut rtt_from: Option<SimTime> = None;
+        let mut cum_sent = SentSpan::default();
         // An ever-retransmitted segment among those cumulatively ACKed makes the
         // ACK ambiguous (Linux FLAG_RETRANS_DATA_ACKED): no sample from them.
         let mut retrans_acked = false;
@@ -1023,15 +1036,14 @@ impl TcpSender {
                         self.retrans_out -= 1;
                     }
                 }
-                // Karn (RFC 6298 §3): only never-retransmitted segments give samples;
-                // use the newest one acked (least inflated by delayed ACKs). As
-                // Linux's `tcp_clean_rtx_queue`, not one SACKed earlier: its
+                // Karn (RFC 6298 §3): only never-retransmitted segments give samples.
+                // As Linux's `tcp_clean_rtx_queue`, not one SACKed earlier: its
                 // delivery was timed by the SACK, and now − sent would add the
                 // time the hole below it took to repair.
                 if f & EVER_RETRANS != 0 {
                     retrans_acked = true;
                 } else if f & SACKED == 0 {
-                    rtt_from = Some(seg.sent);
+                    cum_sent.add(seg.sent);
                 }
             }
             acked_segs = cum - self.snd_una;
@@ -1054,14 +1066,20 @@ impl TcpSender {
             self.reno_dupacks = (self.reno_dupacks + 1).min(out_segs.saturating_sub(self.lost_out));
         }
 
-        // RTT (RFC 6298 §2, Karn's rule; SACKed segments as Linux's sack_rtt).
-        if retrans_acked {
-            rtt_from = None;
-        }
-        let sample_from = rtt_from.or(sack_rtt);
-        let rtt_sample = sample_from.map(|t| now.saturating_since(t));
-        if let Some(r) = rtt_sample {
-            self.rtt.sample(r);
+        // RTT samples as Linux's `tcp_clean_rtx_queue` takes them (RFC 6298 §2,
+        // Karn's rule). SRTT is timed on the oldest segment newly delivered, a
+        // cumulatively ACKed one before a SACKed one (`seq_rtt_us`, then
+        // `sack_rtt_us`); the controllers and the minimum get the newest one, a
+        // SACKed one before a cumulatively ACKed one (`ca_rtt_us`): when a lone
+        // segment's ACK waited for the delayed-ACK timer until an out-of-order
+        // arrival forced it, the SACKed segment's time is the path's, not the
+        // timer's.
+        let cum_sent = if retrans_acked { None } else { cum_sent.0 };
+        let srtt_from = cum_sent.map(|s| s.0).or(sack_sent.0.map(|s| s.0));
+        let ca_from = sack_sent.0.map(|s| s.1).or(cum_sent.map(|s| s.1));
+        let rtt_sample = ca_from.map(|t| now.saturating_since(t));
+        if let (Some(from), Some(ca)) = (srtt_from, rtt_sample) {
+            self.rtt.sample_two(now.saturating_since(from), ca);
         }
 
         if self.cfg.sack {
@@ -1963,6 +1981,70 @@ mod tests {
         // give a sample above 400 ms, which raises SRTT.
         s.on_ack(SimTime::from_millis(521), &ack(22, &[]), &mut out);
         assert!(s.rtt.srtt() > srtt);
+    }
+
+    /// A fixed window that records the RTT each ACK hands the controller.
+    #[derive(Debug)]
+    struct RttLog {
+        cwnd: u64,
+        rtts: std::rc::Rc<std::cell::RefCell<Vec<Option<SimDuration>>>>,
+    }
+
+    impl CongestionControl for RttLog {
+        fn name(&self) -> &'static str {
+            "rtt-log"
+        }
+        fn cwnd(&self) -> u64 {
+            self.cwnd * MSS as u64
+        }
+        fn ssthresh(&self) -> u64 {
+            u64::MAX
+        }
+        fn on_ack(&mut self, ack: &AckSample) {
+            self.rtts.borrow_mut().push(ack.rtt);
+        }
+        fn on_congestion_event(&mut self, _ev: &CongestionEvent) {}
+        fn on_rto(&mut self, _now: SimTime, _in_flight: u64, _episode: crate::cc::RtoEpisode) {}
+    }
+
+    #[test]
+    fn the_controller_is_timed_on_the_newest_segment_delivered_and_srtt_on_the_oldest() {
+        // Window 3: 0, 1, 2 leave at 0; the ACK of 0 at 100 ms lets 3 leave at
+        // 100 ms. Segment 2 is lost, so the ACK at 150 ms cumulatively ACKs 1
+        // (sent at 0) and SACKs 3 (sent at 100 ms). Linux's tcp_clean_rtx_queue:
+        // SRTT gets 150 ms (seq_rtt_us, the oldest segment cumulatively ACKed),
+        // the controller and the minimum RTT 50 ms (ca_rtt_us, the newest SACKed
+        // segment) — not the 150 ms a lone segment's delayed ACK would add to a
+        // delay-based controller's maximum.
+        let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let cfg = SenderConfig {
+            flow: 0,
+            mss: MSS,
+            ecn: false,
+            sack: true,
+            total_segs: u64::MAX,
+            last_seg_len: MSS,
+            start: SimTime::ZERO,
+            stop: SimTime::MAX,
+            rwnd_segs: u64::MAX,
+            rack: true,
+            tlp: true,
+            frto: true,
+            tso_defer: false,
+            handshake: false,
+        };
+        let mut s = TcpSender::new(cfg, Box::new(RttLog { cwnd: 3, rtts: log.clone() }), 16);
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        assert_eq!(sent(&mut out), ["0", "1", "2"]);
+        s.on_ack(SimTime::from_millis(100), &ack(1, &[]), &mut out);
+        assert_eq!(sent(&mut out), ["3"]);
+        s.on_ack(SimTime::from_millis(150), &ack(2, &[(3, 4)]), &mut out);
+        let ms = SimDuration::from_millis;
+        assert_eq!(*log.borrow(), [Some(ms(100)), Some(ms(50))]);
+        // RFC 6298 (2.3): SRTT = 7/8 · 100 + 1/8 · 150.
+        assert_eq!(s.rtt.srtt(), SimDuration::from_micros(106_250));
+        assert_eq!(s.rtt.min_rtt(), ms(50));
     }
 
     /// A fixed window that records whether each ACK let it grow.

@@ -1880,12 +1880,14 @@ mod tests {
 
     const MSS: u32 = 1000;
 
-    fn sender(cwnd: u64, sack: bool, ecn: bool) -> TcpSender {
-        let cfg = SenderConfig {
+    /// A bulk sender's configuration with Linux's defaults (SACK, RACK-TLP, F-RTO
+    /// on; no handshake, no GSO deferral, no receive-window limit).
+    fn test_config() -> SenderConfig {
+        SenderConfig {
             flow: 0,
             mss: MSS,
-            ecn,
-            sack,
+            ecn: false,
+            sack: true,
             total_segs: u64::MAX,
             last_seg_len: MSS,
             start: SimTime::ZERO,
@@ -1896,7 +1898,11 @@ mod tests {
             frto: true,
             tso_defer: false,
             handshake: false,
-        };
+        }
+    }
+
+    fn sender(cwnd: u64, sack: bool, ecn: bool) -> TcpSender {
+        let cfg = SenderConfig { sack, ecn, ..test_config() };
         TcpSender::new(cfg, Box::new(Halving { mss: MSS as u64, cwnd, ssthresh: u64::MAX, prior: None }), 64)
     }
 
@@ -2017,22 +2023,7 @@ mod tests {
         // segment) — not the 150 ms a lone segment's delayed ACK would add to a
         // delay-based controller's maximum.
         let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-        let cfg = SenderConfig {
-            flow: 0,
-            mss: MSS,
-            ecn: false,
-            sack: true,
-            total_segs: u64::MAX,
-            last_seg_len: MSS,
-            start: SimTime::ZERO,
-            stop: SimTime::MAX,
-            rwnd_segs: u64::MAX,
-            rack: true,
-            tlp: true,
-            frto: true,
-            tso_defer: false,
-            handshake: false,
-        };
+        let cfg = test_config();
         let mut s = TcpSender::new(cfg, Box::new(RttLog { cwnd: 3, rtts: log.clone() }), 16);
         let mut out = Vec::new();
         s.on_timer(SimTime::ZERO, &mut out);
@@ -2080,22 +2071,7 @@ mod tests {
         // sending. The peer's window holds 10 segments out in every case.
         let run = |cwnd: u64, ssthresh: u64| {
             let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-            let cfg = SenderConfig {
-                flow: 0,
-                mss: MSS,
-                ecn: false,
-                sack: true,
-                total_segs: u64::MAX,
-                last_seg_len: MSS,
-                start: SimTime::ZERO,
-                stop: SimTime::MAX,
-                rwnd_segs: 10,
-                rack: true,
-                tlp: true,
-                frto: true,
-                tso_defer: false,
-                handshake: false,
-            };
+            let cfg = SenderConfig { rwnd_segs: 10, ..test_config() };
             let mut s = TcpSender::new(cfg, Box::new(Recorder { cwnd, ssthresh, may_grow: log.clone() }), 16);
             let mut out = Vec::new();
             s.on_timer(SimTime::ZERO, &mut out);
@@ -2300,22 +2276,7 @@ mod tests {
         // fires with no new data to send, the probe is the last segment, 9
         // (§7.3). Its ACK (cum 8, SACK 9) makes 8 — sent at 0, before the probe
         // — lost by RACK (out ≥ RACK.rtt), so 8 is retransmitted: no RTO at all.
-        let cfg = SenderConfig {
-            flow: 0,
-            mss: MSS,
-            ecn: false,
-            sack: true,
-            total_segs: 10,
-            last_seg_len: MSS,
-            start: SimTime::ZERO,
-            stop: SimTime::MAX,
-            rwnd_segs: u64::MAX,
-            rack: true,
-            tlp: true,
-            frto: true,
-            tso_defer: false,
-            handshake: false,
-        };
+        let cfg = SenderConfig { total_segs: 10, ..test_config() };
         let mut s = TcpSender::new(cfg, Box::new(Halving { mss: MSS as u64, cwnd: 20, ssthresh: u64::MAX, prior: None }), 16);
         let mut out = Vec::new();
         s.on_timer(SimTime::ZERO, &mut out);
@@ -2515,22 +2476,7 @@ mod tests {
         // it sends CEIL(8·k/16) after k ACKs while the pipe is above ssthresh:
         // after the 13 ACKs of SACKs 3..15, CEIL(104/16) = 7, fewer than delivered.
         let cwnd = std::rc::Rc::new(std::cell::Cell::new(20 * MSS as u64));
-        let cfg = SenderConfig {
-            flow: 0,
-            mss: MSS,
-            ecn: false,
-            sack: true,
-            total_segs: u64::MAX,
-            last_seg_len: MSS,
-            start: SimTime::ZERO,
-            stop: SimTime::MAX,
-            rwnd_segs: u64::MAX,
-            rack: true,
-            tlp: false,
-            frto: true,
-            tso_defer: false,
-            handshake: false,
-        };
+        let cfg = SenderConfig { tlp: false, ..test_config() };
         let mut s = TcpSender::new(cfg, Box::new(Scripted { cwnd: cwnd.clone(), ssthresh: u64::MAX }), 64);
         let mut out = Vec::new();
         s.on_timer(SimTime::ZERO, &mut out);
@@ -2550,22 +2496,7 @@ mod tests {
     /// Departure times (ns) of a bulk sender pacing 1448-B segments at 11.584 Mb/s
     /// (1 ms each) in quanta of `quantum`, over `wakeups` timer wake-ups.
     fn paced_departures(quantum: u64, wakeups: usize) -> Vec<u64> {
-        let cfg = SenderConfig {
-            flow: 0,
-            mss: 1448,
-            ecn: false,
-            sack: true,
-            total_segs: u64::MAX,
-            last_seg_len: 1448,
-            start: SimTime::ZERO,
-            stop: SimTime::MAX,
-            rwnd_segs: u64::MAX,
-            rack: true,
-            tlp: true,
-            frto: true,
-            tso_defer: false,
-            handshake: false,
-        };
+        let cfg = SenderConfig { mss: 1448, last_seg_len: 1448, ..test_config() };
         let mut snd = TcpSender::new(cfg, Box::new(FixedPace(Bandwidth::from_bps(11_584_000), quantum)), 16);
         let mut out = Vec::new();
         let mut sent_at = Vec::new();

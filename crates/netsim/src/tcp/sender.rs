@@ -1989,25 +1989,26 @@ mod tests {
         assert!(s.rtt.srtt() > srtt);
     }
 
-    /// A fixed window that records the RTT each ACK hands the controller.
+    /// A fixed window that records every ACK the sender hands it.
     #[derive(Debug)]
-    struct RttLog {
+    struct Recorder {
         cwnd: u64,
-        rtts: std::rc::Rc<std::cell::RefCell<Vec<Option<SimDuration>>>>,
+        ssthresh: u64,
+        acks: std::rc::Rc<std::cell::RefCell<Vec<AckSample>>>,
     }
 
-    impl CongestionControl for RttLog {
+    impl CongestionControl for Recorder {
         fn name(&self) -> &'static str {
-            "rtt-log"
+            "recorder"
         }
         fn cwnd(&self) -> u64 {
             self.cwnd * MSS as u64
         }
         fn ssthresh(&self) -> u64 {
-            u64::MAX
+            self.ssthresh.saturating_mul(MSS as u64)
         }
         fn on_ack(&mut self, ack: &AckSample) {
-            self.rtts.borrow_mut().push(ack.rtt);
+            self.acks.borrow_mut().push(*ack);
         }
         fn on_congestion_event(&mut self, _ev: &CongestionEvent) {}
         fn on_rto(&mut self, _now: SimTime, _in_flight: u64, _episode: crate::cc::RtoEpisode) {}
@@ -2024,7 +2025,7 @@ mod tests {
         // delay-based controller's maximum.
         let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
         let cfg = test_config();
-        let mut s = TcpSender::new(cfg, Box::new(RttLog { cwnd: 3, rtts: log.clone() }), 16);
+        let mut s = TcpSender::new(cfg, Box::new(Recorder { cwnd: 3, ssthresh: u64::MAX, acks: log.clone() }), 16);
         let mut out = Vec::new();
         s.on_timer(SimTime::ZERO, &mut out);
         assert_eq!(sent(&mut out), ["0", "1", "2"]);
@@ -2032,35 +2033,11 @@ mod tests {
         assert_eq!(sent(&mut out), ["3"]);
         s.on_ack(SimTime::from_millis(150), &ack(2, &[(3, 4)]), &mut out);
         let ms = SimDuration::from_millis;
-        assert_eq!(*log.borrow(), [Some(ms(100)), Some(ms(50))]);
+        let rtts: Vec<_> = log.borrow().iter().map(|a| a.rtt).collect();
+        assert_eq!(rtts, [Some(ms(100)), Some(ms(50))]);
         // RFC 6298 (2.3): SRTT = 7/8 · 100 + 1/8 · 150.
         assert_eq!(s.rtt.srtt(), SimDuration::from_micros(106_250));
         assert_eq!(s.rtt.min_rtt(), ms(50));
-    }
-
-    /// A fixed window that records whether each ACK let it grow.
-    #[derive(Debug)]
-    struct Recorder {
-        cwnd: u64,
-        ssthresh: u64,
-        may_grow: std::rc::Rc<std::cell::RefCell<Vec<bool>>>,
-    }
-
-    impl CongestionControl for Recorder {
-        fn name(&self) -> &'static str {
-            "recorder"
-        }
-        fn cwnd(&self) -> u64 {
-            self.cwnd * MSS as u64
-        }
-        fn ssthresh(&self) -> u64 {
-            self.ssthresh.saturating_mul(MSS as u64)
-        }
-        fn on_ack(&mut self, ack: &AckSample) {
-            self.may_grow.borrow_mut().push(!ack.app_limited);
-        }
-        fn on_congestion_event(&mut self, _ev: &CongestionEvent) {}
-        fn on_rto(&mut self, _now: SimTime, _in_flight: u64, _episode: crate::cc::RtoEpisode) {}
     }
 
     #[test]
@@ -2072,15 +2049,15 @@ mod tests {
         let run = |cwnd: u64, ssthresh: u64| {
             let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
             let cfg = SenderConfig { rwnd_segs: 10, ..test_config() };
-            let mut s = TcpSender::new(cfg, Box::new(Recorder { cwnd, ssthresh, may_grow: log.clone() }), 16);
+            let mut s = TcpSender::new(cfg, Box::new(Recorder { cwnd, ssthresh, acks: log.clone() }), 16);
             let mut out = Vec::new();
             s.on_timer(SimTime::ZERO, &mut out);
             assert_eq!(out.len(), 10, "the receive window binds");
             let mut a = ack(1, &[]);
             a.wnd = 10;
             s.on_ack(SimTime::from_millis(100), &a, &mut out);
-            let v = log.borrow().clone();
-            v
+            let may_grow: Vec<bool> = log.borrow().iter().map(|a| !a.app_limited).collect();
+            may_grow
         };
         // Slow start (cwnd below ssthresh): 15 < 2·10 grows, 20 = 2·10 does not.
         assert_eq!(run(15, u64::MAX), [true]);

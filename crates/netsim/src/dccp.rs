@@ -328,6 +328,7 @@ impl DccpSender {
                 // The Ack Ratio the receiver is to use: a change under
                 // negotiation rides on every packet until confirmed.
                 aux: self.ack_ratio_wanted() as u16,
+                tsval: 0,
             });
             if self.cfg.linux_2622 {
                 self.on_packet_sent_2622();

@@ -17,6 +17,7 @@
 //! bottleneck backlog peaks at 818 × 1514 B in a 1-BDP run).
 
 use aqm::{Packet, PacketMeta};
+use netunits::SimTime;
 
 /// Header bytes added to the payload in the IP packet (see module docs).
 pub const HEADER_BYTES: u32 = 52;
@@ -61,6 +62,18 @@ pub struct Pkt {
     /// Ratio feature of RFC 4340 §11.3). TCP: the timestamp echo (RFC 7323 §3.2
     /// TSecr), the `tsval` of the newest ACK the sender had when it sent this.
     pub aux: u16,
+    /// TCP: the sender's millisecond timestamp clock when it sent this (RFC 7323
+    /// §3.2 TSval, [`ts_ms`]); the receiver echoes it in [`TcpAck::tsecr`]. DCCP: 0.
+    pub tsval: u16,
+}
+
+/// A host's millisecond timestamp clock (Linux `tcp_time_stamp`, RFC 7323 §4.1), to
+/// 16 bits: differences wrap as TCP's own 32-bit timestamps do, and every RTT here
+/// is far below 65 s. Linux adds a random offset per connection, which no
+/// difference of two stamps sees.
+#[inline]
+pub(crate) fn ts_ms(now: SimTime) -> u16 {
+    (now.as_nanos() / 1_000_000) as u16
 }
 
 impl Packet for Pkt {
@@ -78,8 +91,8 @@ impl Packet for Pkt {
 /// (RFC 2018 §3: 40 option bytes − 12 for timestamps leave room for 3 blocks).
 pub(crate) const MAX_SACK_BLOCKS: usize = 3;
 
-/// "No D-SACK" in [`TcpAck::dsack`].
-pub(crate) const NO_DSACK: u64 = u64::MAX;
+/// "No D-SACK" in [`TcpAck::dsack_off`].
+const NO_DSACK: i32 = i32::MIN;
 
 /// A TCP acknowledgement: 72 bytes. The DCCP-only fields live in [`DccpAck`], so
 /// the ACK every TCP flow sends for every other segment carries none of them.
@@ -90,10 +103,11 @@ pub(crate) struct TcpAck {
     /// SACK blocks `[start, end)` in segment indices, most recent first
     /// (RFC 2018 §4).
     pub blocks: [(u64, u64); MAX_SACK_BLOCKS],
-    /// D-SACK (RFC 2883 §4): segment that arrived more than once, or `NO_DSACK`
-    /// (the first SACK block of a real ACK; kept apart here). An `Option<u64>`
-    /// would take 16 bytes.
-    pub dsack: u64,
+    /// D-SACK (RFC 2883 §4): the segment that arrived more than once, as its
+    /// distance from `cum` (below it, or inside an out-of-order range above), or
+    /// `NO_DSACK` (the first SACK block of a real ACK; kept apart here). Four
+    /// bytes, not an `Option<u64>`'s sixteen, so that the timestamp echo fits.
+    pub(crate) dsack_off: i32,
     /// Valid entries in `blocks`.
     pub nblocks: u8,
     /// `ACK_ECE` (RFC 3168 §6.1.3) and `ACK_SYN` (the SYN-ACK answering the
@@ -105,6 +119,11 @@ pub(crate) struct TcpAck {
     /// sender echoes it in its data (`Pkt::aux`), from which the receiver measures
     /// its RTT for receive-buffer autotuning.
     pub tsval: u16,
+    /// The timestamp echo (RFC 7323 §3.2 TSecr): the `tsval` of the data segment
+    /// the receiver keeps as `TS.Recent` (§4.3, Linux `tcp_replace_ts_recent`).
+    /// The sender times an ACK by it when no segment it delivers can be timed
+    /// (Linux `tcp_ack_update_rtt`).
+    pub tsecr: u16,
     /// Advertised receive window in segments from `cum` (the TCP header's window
     /// field, RFC 9293 §3.8.6), `NO_WINDOW_LIMIT` when the receiver sets none.
     pub wnd: u32,
@@ -120,7 +139,7 @@ pub(crate) const NO_WINDOW_LIMIT: u32 = u32::MAX;
 
 impl Default for TcpAck {
     fn default() -> Self {
-        TcpAck { cum: 0, blocks: [(0, 0); MAX_SACK_BLOCKS], dsack: NO_DSACK, nblocks: 0, flags: 0, tsval: 0, wnd: NO_WINDOW_LIMIT }
+        TcpAck { cum: 0, blocks: [(0, 0); MAX_SACK_BLOCKS], dsack_off: NO_DSACK, nblocks: 0, flags: 0, tsval: 0, tsecr: 0, wnd: NO_WINDOW_LIMIT }
     }
 }
 
@@ -138,13 +157,14 @@ impl TcpAck {
     /// The D-SACKed segment, if this ACK reports one.
     #[inline]
     pub fn dsack(&self) -> Option<u64> {
-        (self.dsack != NO_DSACK).then_some(self.dsack)
+        (self.dsack_off != NO_DSACK).then(|| self.cum.wrapping_add_signed(self.dsack_off as i64))
     }
-    /// Report segment `s` as received twice.
+    /// Report segment `s` as received twice (set `cum` first).
     #[inline]
     pub fn set_dsack(&mut self, s: u64) {
-        debug_assert!(s != NO_DSACK);
-        self.dsack = s;
+        let off = s.wrapping_sub(self.cum) as i64;
+        debug_assert!(off > NO_DSACK as i64 && off <= i32::MAX as i64, "D-SACK {s} too far from the cumulative ACK {}", self.cum);
+        self.dsack_off = off as i32;
         // With timestamps the option has room for three blocks, the D-SACK first
         // (RFC 2883 §4; Linux `tcp_established_options`).
         self.nblocks = self.nblocks.min(MAX_SACK_BLOCKS as u8 - 1);
@@ -196,3 +216,4 @@ pub(crate) enum Ack {
 
 // The point of the split: a reverse-pipe entry (time, flow, Ack) stays small.
 const _: () = assert!(std::mem::size_of::<Ack>() <= 80);
+const _: () = assert!(std::mem::size_of::<Pkt>() <= 48);

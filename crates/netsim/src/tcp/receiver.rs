@@ -54,7 +54,7 @@ use std::collections::VecDeque;
 
 use netunits::{SimDuration, SimTime};
 
-use crate::packet::{Pkt, TcpAck as Ack, ACK_ECE, ACK_SYN, MAX_SACK_BLOCKS, NO_WINDOW_LIMIT, PF_CE, PF_CWR};
+use crate::packet::{ts_ms, Pkt, TcpAck as Ack, ACK_ECE, ACK_SYN, MAX_SACK_BLOCKS, NO_WINDOW_LIMIT, PF_CE, PF_CWR};
 
 /// Linux `TCP_MAX_QUICKACKS`.
 const MAX_QUICKACKS: u8 = 16;
@@ -129,12 +129,6 @@ fn win_from_space(space: u64) -> u64 {
     space - space / 2
 }
 
-/// The receiver's millisecond timestamp clock (Linux `tcp_time_stamp`, RFC 7323
-/// §4.1), to 16 bits.
-#[inline]
-fn ts_ms(now: SimTime) -> u16 {
-    (now.as_nanos() / 1_000_000) as u16
-}
 
 impl Autotune {
     /// `tcp_init_buffer_space` with Linux's defaults: a 131,072-byte buffer, so a
@@ -241,6 +235,9 @@ pub(crate) struct TcpReceiver {
     ecn_seen: bool,
     /// A CWR arrived on this segment: ACK at once (Linux `tcp_ecn_accept_cwr`).
     ack_now: bool,
+    /// RFC 7323 §4.3 TS.Recent (Linux `ts_recent`): the timestamp every ACK echoes;
+    /// `None` before the first segment.
+    ts_recent: Option<u16>,
     // second line
     mss: u64,
     /// Adaptive delayed-ACK timeout (Linux `icsk_ack.ato`), ns; 0 before data.
@@ -349,6 +346,7 @@ impl TcpReceiver {
             recent: [(0, 0); SACK_CACHE],
             nrecent: 0,
             unacked: 0,
+            ts_recent: None,
             delack_deadline: SimTime::MAX,
             ece: false,
             app_bytes: 0,
@@ -409,6 +407,16 @@ impl TcpReceiver {
     /// A data segment arrived; returns the ACK to send now, if any.
     #[inline]
     pub fn on_data(&mut self, now: SimTime, pkt: &Pkt) -> Option<Ack> {
+        // RFC 7323 §4.3 as Linux `tcp_replace_ts_recent`: a segment at or below the
+        // left edge of the last ACK sent (`rcv_wup`, here `rcv_nxt` less the in-order
+        // segments not yet ACKed) sets TS.Recent, if not older (PAWS). So a delayed
+        // ACK echoes the first of its two segments, and the ACK of a retransmission
+        // that fills a hole echoes the retransmission, not the segments above it.
+        if pkt.seq + self.unacked as u64 <= self.rcv_nxt
+            && self.ts_recent.is_none_or(|r| pkt.tsval.wrapping_sub(r) as i16 >= 0)
+        {
+            self.ts_recent = Some(pkt.tsval);
+        }
         if let Some(t) = self.tune.as_mut() {
             // Established with the handshake's last ACK, which travels with the
             // first data; the buffer's first measuring period starts there.
@@ -726,7 +734,8 @@ impl TcpReceiver {
             }
         }
         let flags = if self.ece { ACK_ECE } else { 0 };
-        let mut ack = Ack { cum: self.rcv_nxt, flags, tsval: ts_ms(now), wnd: self.window(), ..Ack::default() };
+        let tsecr = self.ts_recent.unwrap_or(0);
+        let mut ack = Ack { cum: self.rcv_nxt, flags, tsval: ts_ms(now), tsecr, wnd: self.window(), ..Ack::default() };
         if self.sack && !self.ooo.is_empty() {
             // RFC 2018 §4: the first block holds the newest arrival (`sack_cache_add`
             // put it first); the others repeat the most recently reported blocks.
@@ -744,7 +753,7 @@ mod tests {
     use aqm::PacketMeta;
 
     fn seg(seq: u64) -> Pkt {
-        Pkt { meta: PacketMeta::default(), seq, len: 1000, flags: 0, aux: 0 }
+        Pkt { meta: PacketMeta::default(), seq, len: 1000, flags: 0, aux: 0, tsval: 0 }
     }
     fn rx(delayed: bool) -> TcpReceiver {
         rx_rtt(delayed, 25)
@@ -771,7 +780,7 @@ mod tests {
             for k in 0..(10u64 << round) {
                 let t = SimTime::from_nanos(t0 + round * rtt + k * gap);
                 let echo = SimTime::from_nanos(t0 + round * rtt + k * gap - rtt);
-                let p = Pkt { meta: PacketMeta::default(), seq, len: 1448, flags: 0, aux: ts_ms(echo) };
+                let p = Pkt { meta: PacketMeta::default(), seq, len: 1448, flags: 0, aux: ts_ms(echo), tsval: 0 };
                 seq += 1;
                 if let Some(a) = r.on_data(t, &p) {
                     largest = largest.max(a.wnd);
@@ -780,6 +789,52 @@ mod tests {
             out.push(largest);
         }
         out
+    }
+
+    fn stamped(seq: u64, tsval: u16) -> Pkt {
+        Pkt { tsval, ..seg(seq) }
+    }
+
+    #[test]
+    fn every_ack_echoes_the_first_segment_since_the_last_ack() {
+        // RFC 7323 §4.3 / Linux tcp_replace_ts_recent: TS.Recent is set by a
+        // segment at or below the last ACK's edge (rcv_wup). Quick ACKs first
+        // (each segment ACKed), then pairs: the ACK sent on the second segment
+        // of a pair echoes the first one's TSval, not its own.
+        let mut r = rx(true);
+        let mut last_acked: Option<u64> = None;
+        let mut pairs = 0;
+        for k in 0..200u64 {
+            let t = SimTime::from_micros(1_000 * k);
+            if let Some(a) = r.on_data(t, &stamped(k, 1000 + k as u16)) {
+                let first = last_acked.map_or(0, |j| j + 1);
+                assert_eq!(a.tsecr, 1000 + first as u16, "ACK on segment {k}");
+                pairs += (k > first) as u32;
+                last_acked = Some(k);
+            }
+        }
+        assert!(pairs > 50, "{pairs} delayed ACKs");
+    }
+
+    #[test]
+    fn out_of_order_segments_do_not_set_the_echo_and_the_repair_does() {
+        // 0..3 arrive (quick ACKs, the last echoing 2's TSval 12); 3 is lost; 4
+        // and 5 arrive out of order and are ACKed at once, still echoing 12;
+        // the retransmission of 3, stamped 90, fills the hole and its ACK echoes 90.
+        let mut r = rx(true);
+        let t = SimTime::from_millis(1);
+        for k in 0..3u64 {
+            r.on_data(t, &stamped(k, 10 + k as u16));
+        }
+        let a = r.on_data(t, &stamped(4, 14)).expect("out of order: ACK at once");
+        assert_eq!((a.cum, a.tsecr), (3, 12));
+        let a = r.on_data(t, &stamped(5, 15)).expect("out of order: ACK at once");
+        assert_eq!((a.cum, a.tsecr), (3, 12));
+        let a = r.on_data(SimTime::from_millis(90), &stamped(3, 90)).expect("fills the hole: ACK at once");
+        assert_eq!((a.cum, a.tsecr), (6, 90));
+        // An older TSval never replaces a newer one (PAWS), even at the edge.
+        let a = r.on_data(SimTime::from_millis(91), &stamped(2, 40)).expect("an old duplicate is ACKed at once");
+        assert_eq!(a.tsecr, 90);
     }
 
     #[test]

@@ -34,7 +34,7 @@ use netunits::{Bandwidth, SimDuration, SimTime};
 use crate::cc::{AckSample, CongestionControl, CongestionEvent, CongestionSignal, RateSample, RtoEpisode};
 use super::pending::PendingBits;
 use super::tso;
-use crate::packet::{Pkt, TcpAck as Ack, LINK_FRAMING_BYTES, NO_WINDOW_LIMIT, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES, WIRE_BYTES};
+use crate::packet::{ts_ms, Pkt, TcpAck as Ack, LINK_FRAMING_BYTES, NO_WINDOW_LIMIT, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES, WIRE_BYTES};
 use crate::rtt::RttEstimator;
 
 /// RFC 6675 §2 / RFC 5681 §3.2: DupThresh (Linux `tcp_reordering`, 3).
@@ -782,7 +782,7 @@ impl TcpSender {
         if let Some(p) = self.prr.as_mut() {
             p.out += 1;
         }
-        out.push(self.packet(idx, flags));
+        out.push(self.packet(now, idx, flags));
         self.cc.on_packet_sent(now, len as u64, self.pipe_bytes());
         if let Some(rate) = self.cc.pacing_rate() {
             if rate.as_bps() > 0 {
@@ -1077,9 +1077,19 @@ impl TcpSender {
         let cum_sent = if retrans_acked { None } else { cum_sent.0 };
         let srtt_from = cum_sent.map(|s| s.0).or(sack_sent.0.map(|s| s.0));
         let ca_from = sack_sent.0.map(|s| s.1).or(cum_sent.map(|s| s.1));
-        let rtt_sample = ca_from.map(|t| now.saturating_since(t));
+        let mut rtt_sample = ca_from.map(|t| now.saturating_since(t));
         if let (Some(from), Some(ca)) = (srtt_from, rtt_sample) {
             self.rtt.sample_two(now.saturating_since(from), ca);
+        } else if acked_segs > 0 {
+            // Nothing delivered can be timed (every segment cumulatively ACKed was
+            // retransmitted or SACKed before): Linux `tcp_ack_update_rtt` then times
+            // the ACK by its timestamp echo (RFC 7323 §4.1 RTTM; the ACK must move
+            // `snd_una`), in whole milliseconds of the two hosts' clocks, at least 1.
+            // Both SRTT and the controllers get it, and it clears the RTO backoff.
+            let ms = ts_ms(now).wrapping_sub(ack.tsecr).max(1);
+            let r = SimDuration::from_millis(ms as u64);
+            self.rtt.sample(r);
+            rtt_sample = Some(r);
         }
 
         if self.cfg.sack {
@@ -1331,7 +1341,7 @@ impl TcpSender {
         };
         let timeout = SimDuration::from_nanos(SYN_TIMEOUT.as_nanos() << tries.min(6));
         self.syn = Some(SynSent { sent: now, deadline: now + timeout, tries });
-        let mut p = self.packet(0, PF_SYN);
+        let mut p = self.packet(now, 0, PF_SYN);
         p.len = 0;
         p.meta.bytes = SYN_BYTES + LINK_FRAMING_BYTES;
         p.meta.ecn_capable = false;
@@ -1640,7 +1650,7 @@ impl TcpSender {
             if let Some(p) = self.prr.as_mut() {
                 p.out += 1;
             }
-            out.push(self.packet(idx, PF_RETX));
+            out.push(self.packet(now, idx, PF_RETX));
             self.cc.on_packet_sent(now, self.seg_len(idx) as u64, self.pipe_bytes());
             self.rack.tlp_retrans = true;
         }
@@ -1738,8 +1748,8 @@ impl TcpSender {
         self.rto_deadline = now + self.rtt.rto();
     }
 
-    /// The data packet carrying segment `idx`.
-    fn packet(&self, idx: u64, flags: u8) -> Pkt {
+    /// The data packet carrying segment `idx`, sent at `now`.
+    fn packet(&self, now: SimTime, idx: u64, flags: u8) -> Pkt {
         let len = self.seg_len(idx);
         Pkt {
             meta: PacketMeta {
@@ -1757,6 +1767,7 @@ impl TcpSender {
             len,
             flags,
             aux: self.ts_recent,
+            tsval: ts_ms(now),
         }
     }
 
@@ -1962,31 +1973,77 @@ mod tests {
     }
 
     #[test]
-    fn no_rtt_sample_from_segments_sacked_earlier_or_from_a_repaired_hole() {
+    fn a_repaired_hole_is_timed_by_the_timestamp_echo_not_by_segments_sacked_earlier() {
         // cwnd 20, 0..20 sent at 0; segment 0 is lost. The SACKs of 1..20 arrive
         // at 100 + j ms, each an RTT sample of its own (Linux sack_rtt). The
         // cumulative ACK of the retransmitted 0 at 400 ms covers the repaired
         // hole and the 19 segments SACKed long before: Linux's
-        // tcp_clean_rtx_queue takes no sample from it (a retransmission is
-        // among them, and SACKed segments were timed by their SACK), where
-        // now − sent of segment 19 would be a 400-ms sample.
+        // tcp_clean_rtx_queue takes no sample from the segments (a retransmission
+        // is among them, and SACKed segments were timed by their SACK), where
+        // now − sent of segment 19 would be a 400-ms sample. tcp_ack_update_rtt
+        // then times the ACK by its timestamp echo: the retransmission's TSval,
+        // which the receiver keeps as TS.Recent when the retransmission fills the
+        // hole, so 400 ms less the millisecond R0 left in.
         let mut s = sender(20, true, false);
         let mut out = Vec::new();
         s.on_timer(SimTime::ZERO, &mut out);
         out.clear();
+        let mut r0_tsval = None;
         for j in 1..20u64 {
             s.on_ack(SimTime::from_millis(100 + j), &ack(0, &[(1, j + 1)]), &mut out);
+            if let Some(p) = out.iter().find(|p| p.seq == 0 && p.flags & PF_RETX != 0) {
+                r0_tsval = Some((j, p.tsval));
+            }
+            out.clear();
         }
-        assert!(sent(&mut out).contains(&"R0".to_string()));
+        // RACK/dupthresh: the third SACK (103 ms) sends R0, stamped 103.
+        assert_eq!(r0_tsval, Some((3, 103)));
         let srtt = s.rtt.srtt();
         assert!(srtt < SimDuration::from_millis(120), "{srtt:?}");
-        s.on_ack(SimTime::from_millis(400), &ack(20, &[]), &mut out);
-        assert_eq!(s.rtt.srtt(), srtt);
-        // The ACK of never-SACKed, never-retransmitted data is a sample: 20 and 21
-        // went out after 100 ms, as the SACKs freed room; ACKed at 521 ms they
-        // give a sample above 400 ms, which raises SRTT.
+        let repaired = Ack { tsecr: 103, ..ack(20, &[]) };
+        s.on_ack(SimTime::from_millis(400), &repaired, &mut out);
+        let sample = SimDuration::from_millis(400 - 103);
+        assert_eq!(s.rtt.srtt().as_nanos(), (7 * srtt.as_nanos() + sample.as_nanos()) / 8);
+        // The ACK of never-SACKed, never-retransmitted data is timed by the
+        // segment, not the echo: 20 and 21 went out after 100 ms, as the SACKs
+        // freed room; ACKed at 521 ms with an echo of 0 (a 521-ms sample if the
+        // echo were used) they give a sample between 400 and 421 ms.
+        let before = s.rtt.srtt();
         s.on_ack(SimTime::from_millis(521), &ack(22, &[]), &mut out);
-        assert!(s.rtt.srtt() > srtt);
+        let taken = 8 * s.rtt.srtt().as_nanos() - 7 * before.as_nanos();
+        assert!((400_000_000..=421_000_000).contains(&taken), "{taken}");
+    }
+
+    #[test]
+    fn the_timestamp_echo_times_only_an_ack_that_moves_snd_una() {
+        // Window 4, segments 0..4 sent at 0; 0 is lost and retransmitted by the
+        // RTO at 1 s (backoff 1). A duplicate ACK (SACK of nothing new) with an
+        // echo gives no sample (RFC 7323 §4.1's RTTM rule, Linux FLAG_ACKED);
+        // the ACK of the retransmission gives one of now − TSecr, in whole
+        // milliseconds, and clears the backoff (Linux: "only reset backoff on
+        // valid RTT measurement").
+        let mut s = sender(4, true, false);
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        out.clear();
+        s.on_ack(SimTime::from_millis(100), &ack(0, &[(1, 4)]), &mut out);
+        out.clear();
+        let rto_at = s.rto_deadline;
+        s.on_timer(rto_at, &mut out);
+        let r0 = out.iter().find(|p| p.seq == 0 && p.flags & PF_RETX != 0).expect("the RTO resends 0").tsval;
+        assert_eq!(r0, ts_ms(rto_at));
+        out.clear();
+        let backed_off = s.rtt.rto();
+        let srtt = s.rtt.srtt();
+        let later = rto_at + SimDuration::from_micros(50_700);
+        s.on_ack(later, &Ack { tsecr: r0, ..ack(0, &[(1, 4)]) }, &mut out);
+        assert_eq!((s.rtt.srtt(), s.rtt.rto()), (srtt, backed_off), "a duplicate ACK is no sample");
+        s.on_ack(later, &Ack { tsecr: r0, ..ack(4, &[]) }, &mut out);
+        let ms = (ts_ms(later) - r0) as u64;
+        assert!(ms == 50 || ms == 51, "{ms}");
+        let sample = SimDuration::from_millis(ms);
+        assert_eq!(s.rtt.srtt().as_nanos(), (7 * srtt.as_nanos() + sample.as_nanos()) / 8);
+        assert!(s.rtt.rto() < backed_off, "the sample clears the backoff");
     }
 
     /// A fixed window that records every ACK the sender hands it.

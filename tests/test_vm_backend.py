@@ -23,7 +23,7 @@ import pytest
 
 from fairlab.backends.vm import cpio, kmod
 from fairlab.backends.vm.plan import VmPlanError, qdisc_args
-from fairlab.backends.vm.runner import bottleneck_samples
+from fairlab.backends.vm.runner import bottleneck_samples, stalled_bottleneck
 from fairlab.scenario import Scenario
 
 from cli_helpers import fairlab
@@ -117,6 +117,25 @@ def test_bottleneck_samples_from_a_recorded_guest():
     # Cumulative counters 0, 35, 35, 37, 39 become per-interval counts.
     assert list(b["drops"]) == [0, 35, 0, 2, 2]
     assert b["marks"].sum() == 0  # bfifo marks nothing
+
+
+def test_a_red_bottleneck_that_drops_everything_is_named_as_the_cause():
+    # Recorded 2026-11-30 (Linux 6.1.0-57-amd64, vm format 5, `fairlab run
+    # --backend vm --keep-dir`): CUBIC beside BBR at 25 ms through htb + red
+    # (limit 312,500 B, min 26,125, max 78,375, burst 98), seed 42. Read off the file
+    # by hand: by the first sample (1.0 s) RED had passed 1,575 packets and dropped
+    # 602 early; from then on its packet count never moved while its early drops
+    # rose 602 -> 625 with an empty queue, for 59 s (both senders in RTO backoff).
+    text = (DATA / "vm_qdisc_samples_red_stall.txt").read_text()
+    b = bottleneck_samples(text, t0_ns=3_008_567_037, run=0)
+    why = stalled_bottleneck(b, "red")
+    assert why is not None and "from 2 s" in why and "dropped all 23 that arrived" in why
+    assert "RED under htb" in why
+    assert "RED" not in stalled_bottleneck(b, "bfifo")
+    # A bottleneck that still passes packets, or too short a record, says nothing.
+    assert stalled_bottleneck(b.iloc[:2], "red") is None
+    live = bottleneck_samples((DATA / "vm_qdisc_samples.txt").read_text(), t0_ns=1_913_324_082, run=0)
+    assert stalled_bottleneck(live, "bfifo") is None
 
 
 # --------------------------------------------------------------------- refusals (no boot)

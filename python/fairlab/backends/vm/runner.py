@@ -274,13 +274,15 @@ def _collect(scenario: Scenario, gplan: vm_plan.GuestPlan, res: Path, *, run_ind
     except tcp_probe.TcpProbeError as exc:
         raise VmError(f"the guest's first-round-trip trace could not be read: {exc}") from None
     late: list[float] = []
+    bottleneck = bottleneck_samples(_read(res / "qdisc-samples.txt") or "", t0_ns=t0, run=run_index)
     for gf in gplan.flows:
         rc = _int_file(res / f"client-{gf.index}.rc")
         received = res / f"server-{gf.index}.json"
         sent = res / f"flow-{gf.index}.json"
         if (res / "deadline").exists() and rc not in (0, None):
+            why = stalled_bottleneck(bottleneck, str(scenario.resolve()["bottleneck"]["qdisc"]))
             raise VmError(f"flow {gf.label} did not finish by the end of the run plus {vm_plan.GRACE_NS / 1e9:g} s in "
-                          "the guest (a --bytes transfer too large for the duration, or a stalled path)")
+                          "the guest (" + (why or "a --bytes transfer too large for the duration, or a stalled path") + ")")
         if rc not in (0, None) or not received.exists() or (gf.tool == "iperf3" and not sent.exists()):
             why = _client_error(res, gf)
             raise VmError(f"flow {gf.label}'s traffic generator failed in the guest (exit code {rc}): {why}")
@@ -325,7 +327,6 @@ def _collect(scenario: Scenario, gplan: vm_plan.GuestPlan, res: Path, *, run_ind
         notes.append(f"the flows' first data left {span} after their scheduled starts (iperf3's connection set-up: "
                      "control connection, parameters, data connection); samples sit on the measured starts")
     samples = pd.concat(sample_parts, ignore_index=True)
-    bottleneck = bottleneck_samples(_read(res / "qdisc-samples.txt") or "", t0_ns=t0, run=run_index)
     meta = {"notes": notes, "interval_s": gplan.interval_ns / 1e9}
     return Trace.from_frames(samples, pd.DataFrame(flow_rows), bottleneck, meta)
 
@@ -377,6 +378,32 @@ def bottleneck_samples(text: str, *, t0_ns: int, run: int) -> pd.DataFrame | Non
     if not rows:
         return None
     return pd.DataFrame(rows)
+
+
+def stalled_bottleneck(bottleneck: pd.DataFrame | None, qdisc: str) -> str | None:
+    """Why a run's generators could not finish, when the bottleneck says: from some
+    sample to the last, nothing left the queue, the queue stayed empty, and every
+    packet that arrived was dropped. With RED that is Linux's RED under htb: RED
+    starts an idle period only when its own dequeue finds it empty (`red_dequeue`),
+    but htb stops dequeuing a class once it is empty, so the average queue never
+    decays with idle time; it falls by 1/2^Wlog per arriving packet only, and senders
+    in retransmission-timer backoff bring a few packets a minute. Above max_th every
+    one of them is dropped, iperf3's control messages included."""
+    if bottleneck is None or len(bottleneck) < 3:
+        return None
+    dead = (bottleneck["link_bps"] == 0) & (bottleneck["queue_bytes"] == 0)
+    k = len(bottleneck)
+    while k > 0 and dead.iloc[k - 1]:
+        k -= 1
+    tail = bottleneck.iloc[k:]
+    if len(tail) < 3 or tail["drops"].sum() == 0:
+        return None
+    what = (f"from {tail['t'].iloc[0]:.0f} s of scenario time the bottleneck passed no packet and dropped "
+            f"all {int(tail['drops'].sum())} that arrived")
+    if qdisc == "red":
+        what += ("; Linux RED under htb never sees its queue idle (htb stops dequeuing an empty class), so its "
+                 "average queue stayed above max_th while the senders backed off")
+    return what
 
 
 #: Fields of /proc/net/snmp's Tcp group that are settings, not counters.

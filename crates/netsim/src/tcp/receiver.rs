@@ -129,7 +129,6 @@ fn win_from_space(space: u64) -> u64 {
     space - space / 2
 }
 
-
 impl Autotune {
     /// `tcp_init_buffer_space` with Linux's defaults: a 131,072-byte buffer, so a
     /// window ceiling of 65,536 less one segment kept in reserve (`tcp_app_win`).

@@ -1917,6 +1917,22 @@ mod tests {
         TcpSender::new(cfg, Box::new(Halving { mss: MSS as u64, cwnd, ssthresh: u64::MAX, prior: None }), 64)
     }
 
+    /// A SACK sender with window `cwnd` that has sent its whole first window at
+    /// time 0, and an empty output buffer for what it sends next.
+    fn started(cwnd: u64) -> (TcpSender, Vec<Pkt>) {
+        let mut s = sender(cwnd, true, false);
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        assert_eq!(out.len() as u64, cwnd, "the first window leaves at once");
+        out.clear();
+        (s, out)
+    }
+
+    /// The retransmission of segment `seq` among the packets sent, if any.
+    fn resent(out: &[Pkt], seq: u64) -> Option<&Pkt> {
+        out.iter().find(|p| p.seq == seq && p.flags & PF_RETX != 0)
+    }
+
     /// An ACK with cumulative point `cum` and SACK blocks, newest first.
     fn ack(cum: u64, blocks: &[(u64, u64)]) -> Ack {
         let mut a = Ack { cum, ..Ack::default() };
@@ -1945,11 +1961,7 @@ mod tests {
         // 29 + 1 − 19 − 1 = 10 = ssthresh, so PRR-SSRB takes over and allows
         // ssthresh − pipe = 0; the SACKs of 20 and 21 each bring the pipe to 9 and
         // release one segment (29, 30).
-        let mut s = sender(20, true, false);
-        let mut out = Vec::new();
-        s.on_timer(SimTime::ZERO, &mut out);
-        assert_eq!(out.len(), 20);
-        out.clear();
+        let (mut s, mut out) = started(20);
         // A path of RTT 100 ms: segment j of the initial burst (sent at 0) is
         // SACKed at 100 + j ms; 20 and 21, sent at 101 and 102, at 201 and 202.
         let mut log = Vec::new();
@@ -1984,14 +1996,11 @@ mod tests {
         // then times the ACK by its timestamp echo: the retransmission's TSval,
         // which the receiver keeps as TS.Recent when the retransmission fills the
         // hole, so 400 ms less the millisecond R0 left in.
-        let mut s = sender(20, true, false);
-        let mut out = Vec::new();
-        s.on_timer(SimTime::ZERO, &mut out);
-        out.clear();
+        let (mut s, mut out) = started(20);
         let mut r0_tsval = None;
         for j in 1..20u64 {
             s.on_ack(SimTime::from_millis(100 + j), &ack(0, &[(1, j + 1)]), &mut out);
-            if let Some(p) = out.iter().find(|p| p.seq == 0 && p.flags & PF_RETX != 0) {
+            if let Some(p) = resent(&out, 0) {
                 r0_tsval = Some((j, p.tsval));
             }
             out.clear();
@@ -2022,15 +2031,12 @@ mod tests {
         // the ACK of the retransmission gives one of now − TSecr, in whole
         // milliseconds, and clears the backoff (Linux: "only reset backoff on
         // valid RTT measurement").
-        let mut s = sender(4, true, false);
-        let mut out = Vec::new();
-        s.on_timer(SimTime::ZERO, &mut out);
-        out.clear();
+        let (mut s, mut out) = started(4);
         s.on_ack(SimTime::from_millis(100), &ack(0, &[(1, 4)]), &mut out);
         out.clear();
         let rto_at = s.rto_deadline;
         s.on_timer(rto_at, &mut out);
-        let r0 = out.iter().find(|p| p.seq == 0 && p.flags & PF_RETX != 0).expect("the RTO resends 0").tsval;
+        let r0 = resent(&out, 0).expect("the RTO resends 0").tsval;
         assert_eq!(r0, ts_ms(rto_at));
         out.clear();
         let backed_off = s.rtt.rto();
@@ -2043,7 +2049,10 @@ mod tests {
         assert!(ms == 50 || ms == 51, "{ms}");
         let sample = SimDuration::from_millis(ms);
         assert_eq!(s.rtt.srtt().as_nanos(), (7 * srtt.as_nanos() + sample.as_nanos()) / 8);
-        assert!(s.rtt.rto() < backed_off, "the sample clears the backoff");
+        // Backoff cleared: the RTO in force is the unbacked one. (Comparing with
+        // `backed_off` would not do: a smaller SRTT lowers a backed-off RTO too.)
+        assert!(backed_off > s.rtt.base_rto());
+        assert_eq!(s.rtt.rto(), s.rtt.base_rto(), "the sample clears the backoff");
     }
 
     /// A fixed window that records every ACK the sender hands it.
@@ -2130,11 +2139,7 @@ mod tests {
         // none. The ACK of 2..4 moves the edge to 4 + 21 = 25: pipe 16, cwnd lets
         // out 4. The ACK of 4..6 keeps the edge at 6 + 19 = 25: cwnd would allow
         // 2 (pipe 18), the window 1.
-        let mut s = sender(20, true, false);
-        let mut out = Vec::new();
-        s.on_timer(SimTime::ZERO, &mut out);
-        assert_eq!(out.len(), 20);
-        out.clear();
+        let (mut s, mut out) = started(20);
         let mut a = ack(2, &[]);
         a.wnd = 5;
         s.on_ack(SimTime::from_millis(100), &a, &mut out);
@@ -2158,10 +2163,7 @@ mod tests {
         // PRR-SSRB: sndcnt = min(ssthresh − pipe, max(delivered − out, newly
         // delivered)) = 1 per ACK, the retransmissions R0..R4 for the SACKs of
         // 17, 18, 19, 20, 21 (packet conservation, no burst to ssthresh).
-        let mut s = sender(20, true, false);
-        let mut out = Vec::new();
-        s.on_timer(SimTime::ZERO, &mut out);
-        out.clear();
+        let (mut s, mut out) = started(20);
         // RTT 100 ms as above: SACK of j at 100 + j ms; 20, 21 sent at 115, 116.
         let mut log = Vec::new();
         for seg in 15..22u64 {
@@ -2211,10 +2213,7 @@ mod tests {
         // segment was sent at 105 ms, after R0 (103 ms), and R0 has been out
         // 102 ms ≥ RACK.rtt (100 ms) + reo_wnd (0 in recovery without reordering):
         // it is lost, and goes again at once, long before the RTO (≥ 300 ms).
-        let mut s = sender(20, true, false);
-        let mut out = Vec::new();
-        s.on_timer(SimTime::ZERO, &mut out);
-        out.clear();
+        let (mut s, mut out) = started(20);
         for seg in 1..20u64 {
             s.on_ack(SimTime::from_millis(100 + seg), &ack(0, &[(1, seg + 1)]), &mut out);
         }
@@ -2343,10 +2342,7 @@ mod tests {
         // covers the limited-transmit segments too); the retransmission arrives as a
         // duplicate and the receiver D-SACKs it. The one retransmission of the
         // episode is reported duplicate: spurious, the window of 20 comes back.
-        let mut s = sender(20, true, false);
-        let mut out = Vec::new();
-        s.on_timer(SimTime::ZERO, &mut out);
-        out.clear();
+        let (mut s, mut out) = started(20);
         for seg in 1..4u64 {
             s.on_ack(SimTime::from_millis(100 + seg), &ack(0, &[(1, seg + 1)]), &mut out);
         }

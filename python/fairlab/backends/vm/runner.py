@@ -267,7 +267,8 @@ def _collect(scenario: Scenario, gplan: vm_plan.GuestPlan, res: Path, *, run_ind
         raise VmError("the guest did not record its time zero (t0); see run.log in --keep-dir")
     sample_parts, flow_rows, notes = [], [], list(gplan.notes)
     interval_s = gplan.interval_ns / 1e9
-    specs = scenario.resolve()["flows"]
+    resolved = scenario.resolve()
+    specs = resolved["flows"]
     try:
         starts = tcp_probe.data_starts(_trace_text(res) or "", t0_ns=t0,
                                        ports={gf.port: gf.index for gf in gplan.flows if gf.tool == "iperf3"})
@@ -280,7 +281,7 @@ def _collect(scenario: Scenario, gplan: vm_plan.GuestPlan, res: Path, *, run_ind
         received = res / f"server-{gf.index}.json"
         sent = res / f"flow-{gf.index}.json"
         if (res / "deadline").exists() and rc not in (0, None):
-            why = stalled_bottleneck(bottleneck, str(scenario.resolve()["bottleneck"]["qdisc"]))
+            why = stalled_bottleneck(bottleneck, resolved["bottleneck"]["qdisc"])
             raise VmError(f"flow {gf.label} did not finish by the end of the run plus {vm_plan.GRACE_NS / 1e9:g} s in "
                           "the guest (" + (why or "a --bytes transfer too large for the duration, or a stalled path") + ")")
         if rc not in (0, None) or not received.exists() or (gf.tool == "iperf3" and not sent.exists()):
@@ -401,8 +402,8 @@ def stalled_bottleneck(bottleneck: pd.DataFrame | None, qdisc: str) -> str | Non
     what = (f"from {tail['t'].iloc[0]:.0f} s of scenario time the bottleneck passed no packet and dropped "
             f"all {int(tail['drops'].sum())} that arrived")
     if qdisc == "red":
-        what += ("; Linux RED under htb never sees its queue idle (htb stops dequeuing an empty class), so its "
-                 "average queue stayed above max_th while the senders backed off")
+        what += ("; Linux RED under htb never sees its queue idle, because htb stops dequeuing an empty class, so "
+                 "RED's average queue stayed above max_th while the senders backed off")
     return what
 
 

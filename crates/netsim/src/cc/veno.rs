@@ -101,6 +101,16 @@ impl Veno {
     }
 }
 
+impl Veno {
+    /// `tcp_veno_init`: BaseRTT forgotten, the next congestive +1 allowed. The
+    /// sample count is not reset (6.1 never resets `cntrtt`; the struct is
+    /// zeroed once, at connection start).
+    fn forget_base_rtt(&mut self) {
+        self.s.base_rtt = None;
+        self.s.inc = true;
+    }
+}
+
 impl CongestionControl for Veno {
     fn name(&self) -> &'static str {
         "veno"
@@ -191,11 +201,23 @@ impl CongestionControl for Veno {
         }
     }
 
+    /// Linux answers `CA_EVENT_CWND_RESTART` with `tcp_veno_init` (the window
+    /// restart itself is `tcp_cwnd_restart`'s).
     fn on_idle_restart(&mut self, _now: SimTime) {
         self.s.w.idle_restart();
-        self.s.cntrtt = 0;
-        self.s.base_rtt = None;
-        self.s.inc = true;
+        self.forget_base_rtt();
+    }
+
+    /// Linux `tcp_veno_cwnd_event` answers `CA_EVENT_TX_START` (a data packet,
+    /// new or retransmitted, sent while `tcp_packets_in_flight` is 0: the first
+    /// packet, and the first retransmission after a timeout) with
+    /// `tcp_veno_init`: BaseRTT is learnt again from the samples that follow,
+    /// which carry whatever queue the other flows hold, so N reads low and the
+    /// next loss cuts by 1/5.
+    fn on_packet_sent(&mut self, _now: SimTime, bytes: u64, in_flight: u64) {
+        if super::starts_transmission(bytes, in_flight, self.s.w.mss) {
+            self.forget_base_rtt();
+        }
     }
 
     fn metrics(&self) -> CcMetrics {
@@ -205,7 +227,7 @@ impl CongestionControl for Veno {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::{init, params, Harness};
+    use super::super::testkit::{init, params, Harness, MSS};
     use super::*;
 
     fn veno() -> Harness {
@@ -300,6 +322,23 @@ mod tests {
             h.round();
         }
         assert!((h.cwnd_segs() - w).abs_diff(3) <= 1, "+{} in 6 congestive RTTs", h.cwnd_segs() - w);
+    }
+
+    #[test]
+    fn a_packet_sent_with_nothing_in_flight_forgets_base_rtt() {
+        // 30 % queueing delay over a 100-ms BaseRTT is congestive (N ≥ 3, the
+        // loss halves: congestive_loss_halves). After a send with nothing in
+        // flight (CA_EVENT_TX_START → tcp_veno_init) BaseRTT is relearnt as
+        // 130 ms: N = 0 and the loss keeps four fifths.
+        let mut h = in_ca();
+        h.cc.on_packet_sent(h.now, MSS, MSS);
+        h.rtt = SimDuration::from_millis(130);
+        for _ in 0..3 {
+            h.round();
+        }
+        let w = h.cwnd_segs();
+        h.loss();
+        assert_eq!(h.cwnd_segs(), w * 4 / 5);
     }
 
     #[test]

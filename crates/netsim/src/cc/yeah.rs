@@ -186,6 +186,17 @@ impl Yeah {
     }
 }
 
+impl Yeah {
+    /// `tcp_vegas_init`: BaseRTT forgotten, a fresh round with no samples.
+    fn forget_path(&mut self) {
+        self.s.base_rtt = None;
+        self.s.round.reset();
+        self.s.round_due = false;
+        self.s.cnt_rtt = 0;
+        self.s.round_min_rtt = None;
+    }
+}
+
 impl CongestionControl for Yeah {
     fn name(&self) -> &'static str {
         "yeah"
@@ -272,11 +283,20 @@ impl CongestionControl for Yeah {
     /// re-initialises the Vegas part, BaseRTT included (the path may have changed).
     fn on_idle_restart(&mut self, _now: SimTime) {
         self.s.w.idle_restart();
-        self.s.base_rtt = None;
-        self.s.round.reset();
-        self.s.round_due = false;
-        self.s.cnt_rtt = 0;
-        self.s.round_min_rtt = None;
+        self.forget_path();
+    }
+
+    /// YeAH's `cwnd_event` is Vegas's, so `CA_EVENT_TX_START` (a data packet,
+    /// new or retransmitted, sent while `tcp_packets_in_flight` is 0) runs
+    /// `tcp_vegas_init` too: BaseRTT is forgotten and a fresh round begins,
+    /// YeAH's own counters stay. Besides the first packet this is the first
+    /// retransmission after a timeout, when `tcp_enter_loss` has marked every
+    /// outstanding segment lost; BaseRTT is then learnt again from samples that
+    /// carry whatever queue the other flows hold.
+    fn on_packet_sent(&mut self, _now: SimTime, bytes: u64, in_flight: u64) {
+        if super::starts_transmission(bytes, in_flight, self.s.w.mss) {
+            self.forget_path();
+        }
     }
 
     fn metrics(&self) -> CcMetrics {
@@ -413,6 +433,33 @@ mod tests {
         assert_eq!(y.s.base_rtt, None);
         ack_at(&mut y, 150, false);
         assert_eq!(y.s.base_rtt, Some(SimDuration::from_millis(150)));
+    }
+
+    #[test]
+    fn a_packet_sent_with_nothing_in_flight_forgets_base_rtt_and_the_queue_it_measured() {
+        // Linux: CA_EVENT_TX_START → tcp_vegas_init. BaseRTT 100 ms, then every
+        // sample 150 ms (L = 1/2 > 1/8): the next judgement is slow mode. After
+        // a send with nothing in flight (the first retransmission after a
+        // timeout) BaseRTT is relearnt as 150 ms, so the same samples show no
+        // queue and the flow stays in fast mode.
+        let run = |tx_start: bool| {
+            let mut y = Yeah::new(YeahConfig::default(), &init(10));
+            ack_at(&mut y, 100, false);
+            if tx_start {
+                y.on_packet_sent(SimTime::from_secs(1), 1000, 1000);
+            }
+            for _ in 0..30 {
+                ack_at(&mut y, 150, false);
+            }
+            y.slow_mode()
+        };
+        assert!(run(false));
+        assert!(!run(true));
+        // A packet sent with more than itself in flight changes nothing.
+        let mut y = Yeah::new(YeahConfig::default(), &init(10));
+        ack_at(&mut y, 100, false);
+        y.on_packet_sent(SimTime::from_secs(1), 1000, 3000);
+        assert_eq!(y.s.base_rtt, Some(SimDuration::from_millis(100)));
     }
 
     #[test]

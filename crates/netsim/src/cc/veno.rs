@@ -99,9 +99,7 @@ impl Veno {
             (w / 2).max(2)
         }
     }
-}
 
-impl Veno {
     /// `tcp_veno_init`: BaseRTT forgotten, the next congestive +1 allowed. The
     /// sample count is not reset (6.1 never resets `cntrtt`; the struct is
     /// zeroed once, at connection start).
@@ -336,6 +334,25 @@ mod tests {
         for _ in 0..3 {
             h.round();
         }
+        let w = h.cwnd_segs();
+        h.loss();
+        assert_eq!(h.cwnd_segs(), w * 4 / 5);
+    }
+
+    #[test]
+    fn an_idle_restart_keeps_the_sample_count_so_the_next_ack_is_judged() {
+        // 30 % queueing delay: N ≥ 3 (congestive). After an idle restart Linux
+        // has forgotten BaseRTT but not cntrtt (> 2), so the very next ACK sets
+        // BaseRTT = 130 ms and computes N = 0 there: the next loss keeps four
+        // fifths of the restarted window. Had the count been reset, that ACK
+        // would grow the window as Reno, N would stay congestive and the loss halve.
+        let mut h = in_ca();
+        h.rtt = SimDuration::from_millis(130);
+        for _ in 0..3 {
+            h.round();
+        }
+        h.cc.on_idle_restart(h.now);
+        h.ack(1);
         let w = h.cwnd_segs();
         h.loss();
         assert_eq!(h.cwnd_segs(), w * 4 / 5);

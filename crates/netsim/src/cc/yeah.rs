@@ -184,16 +184,19 @@ impl Yeah {
         self.s.reno_count = (self.s.reno_count >> 1).max(2);
         (cwnd.saturating_sub(reduction)).max(2)
     }
-}
 
-impl Yeah {
-    /// `tcp_vegas_init`: BaseRTT forgotten, a fresh round with no samples.
-    fn forget_path(&mut self) {
-        self.s.base_rtt = None;
+    /// Linux `vegas_enable` (on every return to Open): a fresh round with no samples.
+    fn fresh_round(&mut self) {
         self.s.round.reset();
         self.s.round_due = false;
         self.s.cnt_rtt = 0;
         self.s.round_min_rtt = None;
+    }
+
+    /// `tcp_vegas_init`: BaseRTT forgotten, and a fresh round.
+    fn forget_path(&mut self) {
+        self.s.base_rtt = None;
+        self.fresh_round();
     }
 }
 
@@ -253,10 +256,7 @@ impl CongestionControl for Yeah {
     /// Back to Open: Linux `vegas_enable` starts a fresh round with no samples.
     fn on_recovery_exit(&mut self, _now: SimTime) {
         self.s.w.in_recovery = false;
-        self.s.round.reset();
-        self.s.round_due = false;
-        self.s.cnt_rtt = 0;
-        self.s.round_min_rtt = None;
+        self.fresh_round();
     }
 
     fn on_rto(&mut self, _now: SimTime, _in_flight: u64, episode: RtoEpisode) {
@@ -265,10 +265,7 @@ impl CongestionControl for Yeah {
             self.ssthresh_for()
         });
         self.s.w.enter_loss(ss);
-        self.s.round.reset();
-        self.s.round_due = false;
-        self.s.cnt_rtt = 0;
-        self.s.round_min_rtt = None;
+        self.fresh_round();
     }
 
     fn on_spurious_loss(&mut self, _now: SimTime) {

@@ -19,6 +19,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from fairlab.backends.vm import cpio, kmod
@@ -183,25 +184,6 @@ def _alive(pid: int) -> bool:
         return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def _first_difference(a, b) -> str:
-    """Where two runs that should be identical first part: the table, row and
-    columns, and both rows (a mismatch seen once in CI, 2026-11-30, under load
-    average ~7.6, could not be read from two digests)."""
-    for name in ("samples", "bottleneck"):
-        x, y = getattr(a, name), getattr(b, name)
-        if x is None or y is None or x.shape != y.shape:
-            return f"{name}: shapes {None if x is None else x.shape} and {None if y is None else y.shape}"
-        x, y = x.reset_index(drop=True), y.reset_index(drop=True)
-        unequal = ~((x == y) | (x.isna() & y.isna()))
-        rows = unequal.any(axis=1)
-        if rows.any():
-            i = int(rows.idxmax())
-            cols = [c for c in x.columns if unequal.at[i, c]]
-            return (f"{name} row {i} of {len(x)} ({int(rows.sum())} rows differ), columns {cols}: "
-                    f"{x.loc[i, cols].to_dict()} vs {y.loc[i, cols].to_dict()}")
-    return "the digests differ but no sample or bottleneck value does"
-
-
 def test_a_run_is_byte_identical_when_repeated_and_obeys_the_rate(tmp_path, vm_ready, monkeypatch):
     from fairlab.backends.vm.runner import results_digest, run_vm
     from fairlab.scenario import load_scenario
@@ -215,7 +197,12 @@ def test_a_run_is_byte_identical_when_repeated_and_obeys_the_rate(tmp_path, vm_r
     # Everything the guest measured is identical: every sample and every bottleneck
     # counter. (The end-of-run stamp, taken after the flows and the final counter
     # dump, once differed by 252 ns between two such runs; docs/vm.md says so.)
-    assert results_digest(a) == results_digest(b), _first_difference(a, b)
+    # pandas' own comparison first: on a mismatch it names the column and the rows
+    # where the two runs part (once seen in CI, 2026-11-30, under load average ~7.6,
+    # where two digests alone said nothing more).
+    pd.testing.assert_frame_equal(a.samples, b.samples, check_exact=True)
+    pd.testing.assert_frame_equal(a.bottleneck, b.bottleneck, check_exact=True)
+    assert results_digest(a) == results_digest(b)
     assert a.meta["vm"]["virtual_s"] == pytest.approx(b.meta["vm"]["virtual_s"], abs=1e-5)
     # A different seed moves flow 2's start (start jitter), so the run differs.
     c = run_vm(sc, seed=4, image=vm_ready)
@@ -394,7 +381,6 @@ def test_the_per_ack_trace_agrees_with_iperf3s_own_tcp_info(tmp_path, vm_ready):
     sc = load_scenario(_scenario(tmp_path, duration="4s"))
     dest = tmp_path / "acks.parquet"
     tr = run_vm(sc, seed=3, image=vm_ready, tcp_probe_path=dest)
-    import pandas as pd
 
     acks = pd.read_parquet(dest)
     assert tr.meta["vm"]["tcp_probe"]["lost_events"] == 0 and len(acks) == tr.meta["vm"]["tcp_probe"]["events"] > 100
@@ -585,7 +571,6 @@ def test_compare_lays_the_kernels_and_the_simulators_per_ack_traces_side_by_side
     # loss was found (tcp_reno_ssthresh) — the columns mean the same on both.
     import json
 
-    import pandas as pd
 
     from fairlab.backends.ack_trace import COLUMNS
 
@@ -613,7 +598,6 @@ def test_a_flow_with_an_rwnd_runs_and_its_window_is_held_to_it(tmp_path, vm_read
     # initial network namespace: the guest used to fail with "could not set
     # net.core.wmem_max in s0". The kernel doubles SO_RCVBUF and advertises half of
     # it, so the peer's window (tcp_probe's snd_wnd) never exceeds the rwnd asked for.
-    import pandas as pd
 
     from fairlab.backends.vm.runner import run_vm
     from fairlab.scenario import load_scenario

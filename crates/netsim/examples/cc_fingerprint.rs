@@ -263,6 +263,11 @@ fn drive(cca: &str, p: &str, seed: u64) -> u64 {
                     prior_delivered: delivered.saturating_sub(acked * 10),
                     total_delivered: delivered,
                 }),
+                // The receiver stamped the ACK half the base RTT ago and echoes the
+                // send time of the segment the sample times (no draws: the other
+                // controllers' sequences stay as they were).
+                tsval_ms: (now.saturating_sub(base / 2) / 1_000_000) as u32,
+                tsecr_ms: (now.saturating_sub(rtt) / 1_000_000) as u32,
             };
             c.on_ack(&ack);
             if rnd() % 4 == 0 {

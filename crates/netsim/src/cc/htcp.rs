@@ -518,6 +518,8 @@ mod tests {
                 app_limited: false,
                 in_recovery: false,
                 rate: None,
+                tsval_ms: 0,
+                tsecr_ms: 0,
             })
         };
         while c.s.w.cwnd == 1000 {

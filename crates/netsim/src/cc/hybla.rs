@@ -261,6 +261,8 @@ mod tests {
                 app_limited: false,
                 in_recovery: false,
                 rate: None,
+                tsval_ms: 0,
+                tsecr_ms: 0,
             });
             assert!((c.rho() - rho).abs() < 1e-9, "RTT {rtt} ms: ρ = {}", c.rho());
         }
@@ -292,6 +294,8 @@ mod tests {
             app_limited,
             in_recovery: false,
             rate: None,
+            tsval_ms: 0,
+            tsecr_ms: 0,
         }
     }
 

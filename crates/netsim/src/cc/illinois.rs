@@ -384,6 +384,8 @@ mod tests {
                 app_limited: true,
                 in_recovery: false,
                 rate: None,
+                tsval_ms: 0,
+                tsecr_ms: 0,
             });
         }
         c.s.cnt_rtt = 3;

@@ -33,25 +33,39 @@
 //! - A smaller offset still dwarfs any delay: the first sample indicates (the
 //!   range is one value, and `s < s + 0` fails, so Linux halves on its first
 //!   delay sample), which resets the range to `[s, 2s]` with `s` ≈ the offset;
-//!   the next threshold is 15 % of the offset, days of delay, away.
+//!   the next threshold is 15 % of the offset, days of delay, away — unless the
+//!   quotient drops to 0. While a queue grows, the receiver's clock advances
+//!   faster between two ACKs than the echoed send times do (Δtsval/Δtsecr =
+//!   1 + the growth of the queueing delay per unit time), so in slow start
+//!   `remote_hz` climbs above 1000, the "delay" jumps to `−tsecr` (≈ 2^32), and
+//!   the smoothed value, wrapping, lands above the small-offset range: a second
+//!   indication, in slow start, that halves the window the other flow keeps
+//!   doubling.
 //!
-//! So a 6.1 LP connection never sees an early indication after its first delay
-//! sample (seven in eight see none at all) and is Reno. The kernel grid shows
-//! it: LP–CUBIC 20/80 at 100 ms, 1 BDP, where Reno–CUBIC is 23/77; in seed 000's
-//! 14-flow run LP took 5.5 % and Reno 5.8 % (docs/validation/vm.md). With
-//! `kernel = "2.6.22"` (before 4.10: no offsets, 1000-Hz timestamps) the delay
-//! is the true forward delay and LP works as designed, at 1-ms resolution,
-//! while `remote_hz` stays at or below 1000. It is then sensitive to its own
-//! queue too: alone on 10 Mbit/s at 40 ms it indicates twice within an
-//! inference period each time its queue passes 15 % of the range, and takes
-//! well under the link (not checked against a 2.6.22 kernel).
+//! So a 6.1 LP connection whose receiver drew an offset of 2^29 or more (seven
+//! in eight) never indicates and is Reno; one with a smaller offset halves on
+//! its first sample and again in slow start, and leaves slow start far below the
+//! other flow, which a 1-BDP buffer's synchronised losses even out only over
+//! minutes. The kernel shows both: LP–CUBIC 20/80 at 100 ms, 1 BDP, where
+//! Reno–CUBIC is 23/77, and in seed 000's 14-flow run LP took 5.5 % and Reno
+//! 5.8 % (docs/validation/vm.md); per-ACK traces of LP–LP at 100 ms, 1 BDP
+//! (`--tcp-probe`, seeds 1–5, 2026-11-30) show three of ten connections cut
+//! 10 → 6 on the first data ACKs (halved, then slow start's +1) with ssthresh
+//! untouched, two of them again at 1.43 s (100 → 51, 105 → 53), ending slow
+//! start at cwnd 109 and 328 beside 3,151 and 2,988; one grid seed gave
+//! 90.6/9.4. With `kernel = "2.6.22"` (before 4.10: no offsets, 1000-Hz
+//! timestamps) the delay is the true forward delay while `remote_hz` stays at
+//! or below 1000, and LP works as designed at 1-ms resolution: alone on
+//! 10 Mbit/s at 40 ms it indicates twice within an inference period each time
+//! its queue passes 15 % of the range. The same quotient breaks it as soon as a
+//! queue grows (not checked against a 2.6.22 kernel).
 //!
-//! The simulator carries no timestamps, so they are rebuilt per ACK: `tsecr` is
-//! the sender's clock (ms) when it sent the segment the RTT sample measures
-//! (now − sample; kept from the previous ACK when Karn's rule gives no sample),
-//! and `tsval` the receiver's clock when it sent the ACK, now − min RTT / 2 (the
-//! dumbbell splits the base RTT equally and its reverse path has no queue), plus
-//! the receiver's offset, drawn from the connection's random number.
+//! The timestamps are the ACK's own ([`AckSample::tsval_ms`], `tsecr_ms`): TSecr
+//! echoes TS.Recent, so a delayed ACK echoes the first of its two segments and
+//! every ACK of a loss episode the last segment that arrived in order, while
+//! TSval keeps advancing — Linux's `rcv_tsecr` and `rcv_tsval`. To TSval this
+//! module adds the receiver's offset, drawn from the connection's random number
+//! (the simulated receiver stamps without one).
 
 use super::seg_reno::SegReno;
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params, RtoEpisode};
@@ -114,8 +128,6 @@ pub struct Lp {
     local_ref_time: u32,
     last_drop: u32,
     inference: u32,
-    /// The latest echoed timestamp (sender clock, ms).
-    tsecr: u32,
     indications: u64,
 }
 
@@ -141,7 +153,6 @@ impl Lp {
             local_ref_time: 0,
             last_drop: 0,
             inference: 0,
-            tsecr: 0,
             indications: 0,
         }
     }
@@ -228,15 +239,11 @@ impl CongestionControl for Lp {
     /// order for every ACK).
     fn on_ack(&mut self, ack: &AckSample) {
         let now = ms(ack.now);
-        if let Some(rtt) = ack.rtt {
-            self.tsecr = ms(SimTime::from_nanos(ack.now.as_nanos().saturating_sub(rtt.as_nanos())));
-        }
-        let generated = SimTime::from_nanos(ack.now.as_nanos().saturating_sub(ack.min_rtt.as_nanos() / 2));
-        let tsval = ms(generated).wrapping_add(self.ts_offset);
+        let (tsval, tsecr) = (ack.tsval_ms.wrapping_add(self.ts_offset), ack.tsecr_ms);
         if ack.rtt.is_some_and(|r| r > SimDuration::ZERO) {
-            self.rtt_sample(tsval, self.tsecr);
+            self.rtt_sample(tsval, tsecr);
         }
-        let delta = now.wrapping_sub(self.tsecr);
+        let delta = now.wrapping_sub(tsecr);
         if (delta as i32) > 0 {
             self.inference = 3u32.wrapping_mul(delta);
         }
@@ -396,6 +403,55 @@ mod tests {
         let w = s.cwnd();
         acks(&mut s, ms_(100), 5);
         assert_eq!(s.cwnd(), w + 5);
+    }
+
+    /// One ACK of one segment at `s.now` with RTT sample 100 ms, stamped by the
+    /// receiver 50 ms ago and echoing `tsecr`.
+    fn ack_echoing(s: &mut Synth<Lp>, tsecr: u32) {
+        s.now += ms_(1);
+        let now_ms = (s.now.as_nanos() / 1_000_000) as u32;
+        let flight = s.cc.cwnd();
+        s.cc.on_ack(&AckSample {
+            now: s.now,
+            acked_bytes: PATH_MSS,
+            acked_segments: 1,
+            rtt: Some(ms_(100)),
+            srtt: ms_(100),
+            min_rtt: ms_(100),
+            prior_in_flight: flight,
+            in_flight: flight - PATH_MSS,
+            app_limited: false,
+            in_recovery: false,
+            rate: None,
+            tsval_ms: now_ms - 50,
+            tsecr_ms: tsecr,
+        });
+    }
+
+    #[test]
+    fn the_delay_is_read_off_the_echo_not_the_rtt_sample() {
+        // Without an offset. 1,000 ACKs with the echo 100 ms behind: delay 50 ms,
+        // one indication (the first sample), range [50, 100], threshold 57. Then
+        // the echo stops (TS.Recent while a hole is open) but every RTT sample is
+        // still 100 ms: the delay tsval − tsecr grows by 1 ms per ACK, the smoothed
+        // value (gain 1/8) passes 57 after about 14 ACKs and LP indicates. An echo
+        // that keeps pace gives no second indication.
+        let run = |frozen: bool| {
+            let mut s = Synth::new(lp(LpKernel::Linux2622, 0));
+            for _ in 0..1000 {
+                let echo = (s.now.as_nanos() / 1_000_000) as u32 + 1 - 100;
+                ack_echoing(&mut s, echo);
+            }
+            assert_eq!(s.cc.indications(), 1);
+            let stuck = (s.now.as_nanos() / 1_000_000) as u32 - 100;
+            for _ in 0..30 {
+                let echo = if frozen { stuck } else { (s.now.as_nanos() / 1_000_000) as u32 + 1 - 100 };
+                ack_echoing(&mut s, echo);
+            }
+            s.cc.indications()
+        };
+        assert_eq!(run(false), 1);
+        assert!(run(true) >= 2, "a frozen echo must read as a growing delay");
     }
 
     #[test]

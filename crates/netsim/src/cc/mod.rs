@@ -42,6 +42,15 @@ pub struct AckSample {
     pub in_recovery: bool,
     /// Delivery-rate sample (BBR), computed by the sender as Linux `tcp_rate.c` does.
     pub rate: Option<RateSample>,
+    /// This ACK's TCP timestamps (RFC 7323 §3.2) on 32-bit millisecond clocks, as
+    /// Linux keeps them in `rx_opt.rcv_tsval`/`rcv_tsecr`: TSval is the receiver's
+    /// clock when it sent the ACK, TSecr the TSval of the segment it echoes
+    /// (TS.Recent: the first of two segments a delayed ACK covers, unchanged while a
+    /// hole is open). The simulated receiver adds no random offset to its TSval
+    /// (Linux ≥ 4.10 does; TCP-LP, the one controller that reads these, adds it).
+    pub tsval_ms: u32,
+    /// See [`AckSample::tsval_ms`].
+    pub tsecr_ms: u32,
 }
 
 /// A delivery-rate sample (Cheng et al., draft-cheng-iccrg-delivery-rate-estimation).

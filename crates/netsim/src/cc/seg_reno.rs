@@ -269,6 +269,8 @@ mod tests {
             app_limited: false,
             in_recovery: false,
             rate: None,
+            tsval_ms: 0,
+            tsecr_ms: 0,
         }
     }
 

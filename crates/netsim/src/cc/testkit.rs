@@ -78,6 +78,8 @@ impl Harness {
             app_limited: self.app_limited,
             in_recovery: self.in_recovery,
             rate: None,
+            tsval_ms: 0,
+            tsecr_ms: 0,
         };
         self.cc.on_ack(&a);
     }

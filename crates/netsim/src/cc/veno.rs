@@ -256,6 +256,8 @@ mod tests {
                 app_limited: false,
                 in_recovery: false,
                 rate: None,
+                tsval_ms: 0,
+                tsecr_ms: 0,
             });
         }
         // Linux: 2N = 2W − ⌊2W·vBase/vRTT⌋ with W the window when N was

@@ -401,6 +401,8 @@ mod tests {
             app_limited,
             in_recovery: false,
             rate: None,
+            tsval_ms: 0,
+            tsecr_ms: 0,
         });
     }
 

@@ -34,7 +34,7 @@ use netunits::{Bandwidth, SimDuration, SimTime};
 use crate::cc::{AckSample, CongestionControl, CongestionEvent, CongestionSignal, RateSample, RtoEpisode};
 use super::pending::PendingBits;
 use super::tso;
-use crate::packet::{ts_ms, Pkt, TcpAck as Ack, LINK_FRAMING_BYTES, NO_WINDOW_LIMIT, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES, WIRE_BYTES};
+use crate::packet::{ts_ms, ts_ms32, Pkt, TcpAck as Ack, LINK_FRAMING_BYTES, NO_WINDOW_LIMIT, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES, WIRE_BYTES};
 use crate::rtt::RttEstimator;
 
 /// RFC 6675 §2 / RFC 5681 §3.2: DupThresh (Linux `tcp_reordering`, 3).
@@ -1230,6 +1230,8 @@ impl TcpSender {
                 in_recovery: matches!(self.state, CaState::Recovery | CaState::Cwr)
                     || (self.state == CaState::Loss && acked_segs == 0),
                 rate,
+                tsval_ms: ts_ms32(now, ack.tsval),
+                tsecr_ms: ts_ms32(now, ack.tsecr),
             };
             self.cc.on_ack(&sample);
         }

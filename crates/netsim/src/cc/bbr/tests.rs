@@ -76,6 +76,8 @@ impl Driver {
                 prior_delivered,
                 total_delivered: self.delivered,
             }),
+            tsval_ms: 0,
+            tsecr_ms: 0,
         };
         self.bbr.on_ack(&a);
     }
@@ -310,6 +312,8 @@ fn app_limited_samples_cannot_lower_the_estimate_but_can_raise_it() {
             app_limited: true,
             in_recovery: false,
             rate: Some(RateSample { delivered: MSS, interval: d.rtt, delivery_rate: rate, is_app_limited: true, prior_delivered: start, total_delivered: d.delivered }),
+            tsval_ms: 0,
+            tsecr_ms: 0,
         };
         d.bbr.on_ack(&a);
     };

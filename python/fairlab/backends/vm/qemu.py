@@ -7,6 +7,15 @@ Read this first:
   idle guest skips straight to its next timer. A busy or slow host makes a run take
   longer, never changes it. No KVM is needed (nested KVM does not work on many CI
   machines); no root is needed.
+- ``rr=record,rrfile=/dev/null``: QEMU's record mode, its log thrown away, for the
+  lock it brings. Plain icount has a race: when the guest halts, QEMU's main loop
+  may move the clock to the next timer before the vCPU thread has counted the
+  instructions it ran just before ``HLT``, so that timer fires a few ns late, and
+  how often depends on host scheduling (QEMU 7.2 ``icount_start_warp_timer``,
+  called from ``main_loop_wait``). Under host load about one repetition in three
+  then differed from the others (docs/vm.md); record mode keeps the main loop out
+  until the instructions are counted, and every repetition is identical, at the
+  same host CPU cost.
 - ``-M microvm -cpu qemu64,+arat``: the minimal machine, booted straight into the
   uncompressed kernel. ``+arat`` (an always-running local APIC timer) is what lets
   the guest use high-resolution timers there; without it timers fire on 4-ms ticks
@@ -37,8 +46,8 @@ from pathlib import Path
 
 from .errors import VmError
 
-#: The icount setting (part of every run's metadata and key).
-ICOUNT = "shift=0,sleep=off"
+#: The icount setting (part of every run's metadata).
+ICOUNT = "shift=0,sleep=off,rr=record,rrfile=/dev/null"
 CPU = "qemu64,+arat"
 MACHINE = "microvm"
 RTC = "base=2020-01-01,clock=vm"

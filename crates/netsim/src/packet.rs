@@ -76,13 +76,19 @@ pub(crate) fn ts_ms(now: SimTime) -> u16 {
     (now.as_nanos() / 1_000_000) as u16
 }
 
+/// A host's TCP timestamp clock in milliseconds, on 32 bits as TCP carries it.
+#[inline]
+pub(crate) fn ts_clock_ms(now: SimTime) -> u32 {
+    (now.as_nanos() / 1_000_000) as u32
+}
+
 /// A 16-bit stamp of [`ts_ms`] on the full 32-bit millisecond clock TCP carries
 /// (RFC 7323 §3.2), given that it was taken at or before `now` and less than 65 s
 /// earlier: what a controller that does arithmetic on the timestamps themselves
 /// (TCP-LP) reads.
 #[inline]
 pub(crate) fn ts_ms32(now: SimTime, stamp: u16) -> u32 {
-    let clock = (now.as_nanos() / 1_000_000) as u32;
+    let clock = ts_clock_ms(now);
     clock.wrapping_sub(u32::from((clock as u16).wrapping_sub(stamp)))
 }
 

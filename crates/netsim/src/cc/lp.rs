@@ -69,6 +69,7 @@
 
 use super::seg_reno::SegReno;
 use super::{AckSample, CcError, CcInit, CcMetrics, CongestionControl, CongestionEvent, ParamReader, Params, RtoEpisode};
+use crate::packet::ts_clock_ms;
 use netunits::{SimDuration, SimTime};
 
 /// Linux's TCP timestamp clock (`TCP_TS_HZ`), which is also `LP_RESOL`.
@@ -101,11 +102,6 @@ impl LpConfig {
         r.finish()?;
         Ok(LpConfig { kernel: if kernel == "2.6.22" { LpKernel::Linux2622 } else { LpKernel::Modern } })
     }
-}
-
-/// Milliseconds of `t` on a 32-bit clock, as TCP timestamps count.
-fn ms(t: SimTime) -> u32 {
-    (t.as_nanos() / 1_000_000) as u32
 }
 
 /// TCP-LP state: Linux's `struct lp`, field for field.
@@ -238,7 +234,7 @@ impl CongestionControl for Lp {
     /// `tcp_lp_pkts_acked`, then `tcp_lp_cong_avoid` (Linux calls them in that
     /// order for every ACK).
     fn on_ack(&mut self, ack: &AckSample) {
-        let now = ms(ack.now);
+        let now = ts_clock_ms(ack.now);
         let (tsval, tsecr) = (ack.tsval_ms.wrapping_add(self.ts_offset), ack.tsecr_ms);
         if ack.rtt.is_some_and(|r| r > SimDuration::ZERO) {
             self.rtt_sample(tsval, tsecr);
@@ -409,7 +405,7 @@ mod tests {
     /// receiver 50 ms ago and echoing `tsecr`.
     fn ack_echoing(s: &mut Synth<Lp>, tsecr: u32) {
         s.now += ms_(1);
-        let now_ms = (s.now.as_nanos() / 1_000_000) as u32;
+        let now_ms = ts_clock_ms(s.now);
         let flight = s.cc.cwnd();
         s.cc.on_ack(&AckSample {
             now: s.now,
@@ -439,13 +435,13 @@ mod tests {
         let run = |frozen: bool| {
             let mut s = Synth::new(lp(LpKernel::Linux2622, 0));
             for _ in 0..1000 {
-                let echo = (s.now.as_nanos() / 1_000_000) as u32 + 1 - 100;
+                let echo = ts_clock_ms(s.now) + 1 - 100;
                 ack_echoing(&mut s, echo);
             }
             assert_eq!(s.cc.indications(), 1);
-            let stuck = (s.now.as_nanos() / 1_000_000) as u32 - 100;
+            let stuck = ts_clock_ms(s.now) - 100;
             for _ in 0..30 {
-                let echo = if frozen { stuck } else { (s.now.as_nanos() / 1_000_000) as u32 + 1 - 100 };
+                let echo = if frozen { stuck } else { ts_clock_ms(s.now) + 1 - 100 };
                 ack_echoing(&mut s, echo);
             }
             s.cc.indications()

@@ -13,6 +13,7 @@
 //! the random loss uses a fixed xorshift stream.
 
 use super::{AckSample, CongestionControl, CongestionEvent, CongestionSignal, RateSample};
+use crate::packet::ts_clock_ms;
 use netunits::{Bandwidth, SimDuration, SimTime};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -316,8 +317,8 @@ impl Path {
             rate,
             // The receiver ACKs each segment on arrival, half the base RTT ago, and
             // echoes that segment's send time.
-            tsval_ms: clock_ms(SimTime::from_nanos(now.as_nanos().saturating_sub(fl.base_rtt.as_nanos() / 2))),
-            tsecr_ms: clock_ms(p.sent),
+            tsval_ms: ts_clock_ms(SimTime::from_nanos(now.as_nanos().saturating_sub(fl.base_rtt.as_nanos() / 2))),
+            tsecr_ms: ts_clock_ms(p.sent),
         };
         fl.cc.on_ack(&a);
         let phase = fl.cc.metrics().phase;
@@ -334,11 +335,6 @@ impl Path {
         let secs = self.now.saturating_since(fl.start).as_secs_f64();
         fl.delivered as f64 * 8.0 / secs
     }
-}
-
-/// A host's TCP timestamp clock in milliseconds, 32 bits as on the wire.
-pub(crate) fn clock_ms(t: SimTime) -> u32 {
-    (t.as_nanos() / 1_000_000) as u32
 }
 
 /// Time of the first entry of `phase` in a flow's phase log.
@@ -384,8 +380,8 @@ impl<C: CongestionControl> Synth<C> {
             rate: None,
             // The segment left one RTT ago; its receiver ACKed it half the lowest
             // RTT ago (the rest of the RTT was queueing on the way there).
-            tsval_ms: clock_ms(SimTime::from_nanos(self.now.as_nanos().saturating_sub(self.min_rtt.as_nanos() / 2))),
-            tsecr_ms: clock_ms(SimTime::from_nanos(self.now.as_nanos().saturating_sub(rtt.as_nanos()))),
+            tsval_ms: ts_clock_ms(SimTime::from_nanos(self.now.as_nanos().saturating_sub(self.min_rtt.as_nanos() / 2))),
+            tsecr_ms: ts_clock_ms(SimTime::from_nanos(self.now.as_nanos().saturating_sub(rtt.as_nanos()))),
         };
         self.cc.on_ack(&a);
     }

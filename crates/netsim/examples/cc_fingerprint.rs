@@ -207,6 +207,7 @@ fn drive(cca: &str, p: &str, seed: u64) -> u64 {
             mss: 1448,
             initial_cwnd_segments: 10,
             connection_random: 0,
+            sent_before_attach: 0,
         },
     )
     .unwrap();

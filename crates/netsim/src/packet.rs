@@ -42,6 +42,9 @@ pub(crate) const PF_CWR: u8 = 2;
 pub(crate) const PF_RETX: u8 = 4;
 /// Flag: a TCP SYN (RFC 9293 §3.5), no payload.
 pub(crate) const PF_SYN: u8 = 8;
+/// Flag: the application's greeting before its bulk data (iperf3's 37-byte
+/// cookie, `TcpSender::cookie`); outside the data's segment numbering.
+pub(crate) const PF_COOKIE: u8 = 16;
 
 /// IP bytes of a SYN: 20 IP + 20 TCP + 20 of options (MSS, SACK-permitted,
 /// timestamps, window scale, as Linux sends them).
@@ -126,8 +129,8 @@ pub(crate) struct TcpAck {
     pub(crate) dsack_off: i32,
     /// Valid entries in `blocks`.
     pub nblocks: u8,
-    /// `ACK_ECE` (RFC 3168 §6.1.3) and `ACK_SYN` (the SYN-ACK answering the
-    /// sender's SYN); one byte, so the timestamp fits the 72 bytes.
+    /// `ACK_ECE` (RFC 3168 §6.1.3), `ACK_SYN` (the SYN-ACK answering the
+    /// sender's SYN) and `ACK_COOKIE`; one byte, so the timestamp fits the 72 bytes.
     pub flags: u8,
     /// The receiver's timestamp clock when it sent this ACK (RFC 7323 §3.2
     /// TSval): Linux's millisecond clock, kept to 16 bits (differences wrap, as
@@ -149,6 +152,9 @@ pub(crate) struct TcpAck {
 pub(crate) const ACK_ECE: u8 = 1;
 /// [`TcpAck::flags`]: a SYN-ACK.
 pub(crate) const ACK_SYN: u8 = 2;
+/// [`TcpAck::flags`]: the acknowledgement of the application's greeting
+/// ([`PF_COOKIE`]).
+pub(crate) const ACK_COOKIE: u8 = 4;
 
 /// "No receive-window limit" in [`TcpAck::wnd`].
 pub(crate) const NO_WINDOW_LIMIT: u32 = u32::MAX;
@@ -169,6 +175,11 @@ impl TcpAck {
     #[inline]
     pub fn syn(&self) -> bool {
         self.flags & ACK_SYN != 0
+    }
+    /// This acknowledges the application's greeting ([`PF_COOKIE`]).
+    #[inline]
+    pub fn cookie(&self) -> bool {
+        self.flags & ACK_COOKIE != 0
     }
     /// The D-SACKed segment, if this ACK reports one.
     #[inline]

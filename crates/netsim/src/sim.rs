@@ -443,7 +443,12 @@ impl Sim {
             } else {
                 // Its own stream, so drawing it changes no other random number.
                 let connection_random = rng_stream(spec.seed, CONNECTION_STREAM_BASE + i as u64).next_u64();
-                let init = CcInit { mss, initial_cwnd_segments: f.initial_cwnd, connection_random };
+                let init = CcInit {
+                    mss,
+                    initial_cwnd_segments: f.initial_cwnd,
+                    connection_random,
+                    sent_before_attach: u64::from(crate::tcp::sender::IPERF3_COOKIE_BYTES),
+                };
                 let ctl = cc::build(&f.cca, &f.params, &init).map_err(|e| SimError::Cc { field: cc_field(i, &e), source: e })?;
                 Endpoint::Tcp(TcpFlow::new(
                     TcpConfig {

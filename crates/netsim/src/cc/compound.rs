@@ -99,7 +99,7 @@ impl Compound {
             mss: init.mss.max(1),
             w: SegReno::new(init.initial_cwnd_segments),
             dwnd: 0.0,
-            rounds: RttRounds::default(),
+            rounds: RttRounds::after(init.sent_before_attach),
             last_diff: None,
             decisions: 0,
             prior: None,

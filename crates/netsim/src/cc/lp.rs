@@ -293,7 +293,7 @@ mod tests {
     use netunits::Bandwidth;
 
     fn lp(kernel: LpKernel, offset: u32) -> Lp {
-        Lp::new(LpConfig { kernel }, &CcInit { mss: PATH_MSS, initial_cwnd_segments: 10, connection_random: u64::from(offset) })
+        Lp::new(LpConfig { kernel }, &CcInit { mss: PATH_MSS, initial_cwnd_segments: 10, connection_random: u64::from(offset), sent_before_attach: 0 })
     }
 
     fn ms_(x: u64) -> SimDuration {
@@ -466,7 +466,7 @@ mod tests {
         // random offset of a modern kernel it shares like a second Reno flow.
         let rtt = ms_(40);
         let share = |params: &str, offset: u64| {
-            let init = CcInit { mss: PATH_MSS, initial_cwnd_segments: 10, connection_random: offset };
+            let init = CcInit { mss: PATH_MSS, initial_cwnd_segments: 10, connection_random: offset, sent_before_attach: 0 };
             let mut p = Path::new(Bandwidth::from_mbps(10), 100);
             let reno = p.add(build("reno", &Params::new(), &lp_init()).unwrap(), rtt, SimTime::ZERO);
             let lp = p.add(build("lp", &serde_json::from_str::<Params>(params).unwrap(), &init).unwrap(), rtt, SimTime::ZERO);

@@ -268,6 +268,12 @@ pub struct CcInit {
     /// offset it adds to its TCP timestamps since 4.10 (RFC 7323 §7.1; TCP-LP
     /// reads the peer's timestamps and so depends on it).
     pub connection_random: u64,
+    /// Bytes the connection had sent before this controller was attached to it:
+    /// iperf3's cookie (`tcp::sender::IPERF3_COOKIE_BYTES`), since iperf3 sets the
+    /// congestion control after writing it; 0 when the controller is there from
+    /// the first byte. A controller that counts rounds by sequence (Linux
+    /// `beg_snd_nxt`, HyStart's `end_seq`) begins its first round after them.
+    pub sent_before_attach: u64,
 }
 
 /// Reads typed parameters from a [`Params`] object, refusing unknown keys and

@@ -141,6 +141,13 @@ pub(crate) struct AckRounds {
 }
 
 impl AckRounds {
+    /// The rounds of a controller attached with `sent` bytes already in flight
+    /// ([`super::CcInit::sent_before_attach`]): Linux sets `beg_snd_nxt` to
+    /// `snd_nxt` when it attaches, so the ACK of those bytes ends no round.
+    pub(crate) fn after(sent: u64) -> Self {
+        AckRounds { acked_total: 0, end_mark: sent }
+    }
+
     /// Account an ACK; true if it ended the current round (and started the next).
     pub(crate) fn on_ack(&mut self, ack: &AckSample) -> bool {
         self.acked_total += ack.acked_bytes;
@@ -174,6 +181,11 @@ pub(crate) struct RttRounds {
 }
 
 impl RttRounds {
+    /// No samples yet; the first round ends after `sent` bytes ([`AckRounds::after`]).
+    pub(crate) fn after(sent: u64) -> Self {
+        RttRounds { rounds: AckRounds::after(sent), ..Self::default() }
+    }
+
     /// Take the ACK's RTT sample, if it has one (also during recovery).
     pub(crate) fn sample(&mut self, ack: &AckSample) {
         if let Some(rtt) = ack.rtt {

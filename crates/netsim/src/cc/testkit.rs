@@ -23,7 +23,7 @@ pub(crate) fn params(json: &str) -> Params {
 
 /// The init every test uses unless it says otherwise.
 pub(crate) fn init(iw_segments: u64) -> CcInit {
-    CcInit { mss: MSS, initial_cwnd_segments: iw_segments, connection_random: 0 }
+    CcInit { mss: MSS, initial_cwnd_segments: iw_segments, connection_random: 0, sent_before_attach: 0 }
 }
 
 /// A controller plus a fake clock and an idealised sender.

@@ -101,7 +101,7 @@ impl Vegas {
             cfg,
             mss: init.mss.max(1),
             w: SegReno::new(init.initial_cwnd_segments),
-            rounds: RttRounds::default(),
+            rounds: RttRounds::after(init.sent_before_attach),
             last_diff: None,
             decisions: 0,
         }
@@ -453,6 +453,41 @@ mod tests {
         let bdp = p.bdp_pkts(ms(40));
         let (_, cwnd, _) = *p.flows[f].trace.last().unwrap();
         assert!((bdp + 2..=bdp + 5).contains(&(cwnd / PATH_MSS)), "cwnd {} BDP {bdp}", cwnd / PATH_MSS);
+    }
+
+    #[test]
+    fn the_cookies_ack_grows_a_vegas_attached_after_the_cookie() {
+        // iperf3 sets TCP_CONGESTION after writing its 37-byte cookie, so Linux's
+        // Vegas attaches with `beg_snd_nxt` past the cookie: the cookie's ACK ends
+        // no round, and `tcp_vegas_cong_avoid` grows cwnd by `tcp_slow_start`
+        // without a `tcp_is_cwnd_limited` check. The 6.1 kernel's per-ACK trace
+        // (vm backend, Vegas–Vegas at 100 ms) starts the data at cwnd 11; Reno,
+        // CUBIC and TCP-LP, whose growth checks that the window was used, at 10.
+        let cookie_ack = AckSample {
+            now: SimTime::from_millis(200),
+            acked_bytes: 37,
+            acked_segments: 1,
+            rtt: Some(BASE),
+            srtt: BASE,
+            min_rtt: BASE,
+            prior_in_flight: 37,
+            in_flight: 0,
+            app_limited: true,
+            in_recovery: false,
+            rate: None,
+            tsval_ms: 0,
+            tsecr_ms: 0,
+        };
+        let after_cookie = CcInit { sent_before_attach: 37, ..init() };
+        let mut v = Vegas::new(VegasConfig::default(), &after_cookie);
+        v.on_ack(&cookie_ack);
+        assert_eq!(v.cwnd() / PATH_MSS, 11, "attached after the cookie: a slow-start ACK inside the first round");
+        let mut v = Vegas::new(VegasConfig::default(), &init());
+        v.on_ack(&cookie_ack);
+        assert_eq!(v.cwnd() / PATH_MSS, 10, "attached before: the ACK ends a round of one sample (Reno, app-limited)");
+        let mut r = build("reno", &Params::new(), &after_cookie).unwrap();
+        r.on_ack(&cookie_ack);
+        assert_eq!(r.cwnd() / PATH_MSS, 10, "Reno grows only a window that was used");
     }
 
     #[test]

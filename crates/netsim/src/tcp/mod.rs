@@ -11,7 +11,7 @@ pub use sender::CaState;
 use netunits::{SimDuration, SimTime};
 
 use crate::cc::CongestionControl;
-use crate::packet::{Pkt, TcpAck as Ack, PF_SYN};
+use crate::packet::{Pkt, TcpAck as Ack, PF_COOKIE, PF_SYN};
 
 /// One TCP flow: both ends. `repr(C)` with the receiver first: the simulator
 /// keeps each flow on its own cache lines, and this way the receiver's hot fields
@@ -79,6 +79,7 @@ impl TcpFlow {
                 frto: c.frto,
                 tso_defer: c.tso_defer,
                 handshake: true,
+                cookie_bytes: sender::IPERF3_COOKIE_BYTES,
             },
             cc,
             c.ring_hint,
@@ -110,6 +111,9 @@ impl TcpFlow {
             // RFC 9293 §3.5: the listener answers every SYN (a retransmitted one
             // too) with a SYN-ACK at once.
             return Some(self.rcv.syn_ack(now));
+        }
+        if pkt.flags & PF_COOKIE != 0 {
+            return Some(self.rcv.cookie_ack(now, pkt));
         }
         self.rcv.on_data(now, pkt)
     }

@@ -54,7 +54,7 @@ use std::collections::VecDeque;
 
 use netunits::{SimDuration, SimTime};
 
-use crate::packet::{ts_ms, Pkt, TcpAck as Ack, ACK_ECE, ACK_SYN, MAX_SACK_BLOCKS, NO_WINDOW_LIMIT, PF_CE, PF_CWR};
+use crate::packet::{ts_ms, Pkt, TcpAck as Ack, ACK_COOKIE, ACK_ECE, ACK_SYN, MAX_SACK_BLOCKS, NO_WINDOW_LIMIT, PF_CE, PF_CWR};
 
 /// Linux `TCP_MAX_QUICKACKS`.
 const MAX_QUICKACKS: u8 = 16;
@@ -704,6 +704,14 @@ impl TcpReceiver {
     /// flow's `rwnd` if smaller).
     pub fn syn_ack(&mut self, now: SimTime) -> Ack {
         Ack { flags: ACK_SYN, tsval: ts_ms(now), wnd: self.window(), ..Ack::default() }
+    }
+
+    /// The immediate ACK of the application's greeting (iperf3's cookie): Linux's
+    /// receiver is still in quick-ACK mode this early in the connection
+    /// (`tcp_incr_quickack` at establishment), so it answers at once, echoing the
+    /// greeting's timestamp. The greeting is not data the flow delivers.
+    pub fn cookie_ack(&mut self, now: SimTime, pkt: &Pkt) -> Ack {
+        Ack { flags: ACK_COOKIE, tsval: ts_ms(now), tsecr: pkt.tsval, wnd: self.window(), ..Ack::default() }
     }
 
     fn forget_recent_below(&mut self, cum: u64) {

@@ -34,7 +34,7 @@ use netunits::{Bandwidth, SimDuration, SimTime};
 use crate::cc::{AckSample, CongestionControl, CongestionEvent, CongestionSignal, RateSample, RtoEpisode};
 use super::pending::PendingBits;
 use super::tso;
-use crate::packet::{ts_ms, ts_ms32, Pkt, TcpAck as Ack, LINK_FRAMING_BYTES, NO_WINDOW_LIMIT, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES, WIRE_BYTES};
+use crate::packet::{ts_ms, ts_ms32, Pkt, TcpAck as Ack, LINK_FRAMING_BYTES, NO_WINDOW_LIMIT, PF_COOKIE, PF_CWR, PF_RETX, PF_SYN, SYN_BYTES, WIRE_BYTES};
 use crate::rtt::RttEstimator;
 
 /// RFC 6675 §2 / RFC 5681 §3.2: DupThresh (Linux `tcp_reordering`, 3).
@@ -234,7 +234,22 @@ pub(crate) struct SenderConfig {
     /// Open the connection with a SYN / SYN-ACK exchange first (always, in
     /// simulations; the sender's unit tests start established).
     pub handshake: bool,
+    /// Bytes of the application's greeting, sent once the connection is open;
+    /// bulk data waits for its ACK. 0: none (the unit tests). Simulations send
+    /// iperf3's 37-byte cookie ([`IPERF3_COOKIE_BYTES`]).
+    pub cookie_bytes: u32,
 }
+
+/// iperf3's stream cookie: the client writes these 37 bytes on every data
+/// connection right after `connect` (iperf_tcp_connect), and starts its bulk
+/// writes when the server's TEST_START reaches it over the control connection,
+/// about one round trip later, when the cookie's ACK arrives too. iperf3 sets
+/// the congestion control (`-C`, `setsockopt(TCP_CONGESTION)`) only after
+/// `connect` has returned and the cookie is out (iperf_create_streams), so the
+/// controller starts with the cookie already in flight: its first round, or
+/// Vegas's `beg_snd_nxt`, begins after the cookie, and the cookie's ACK is the
+/// controller's first (docs/tcp-model.md, "The application's greeting").
+pub const IPERF3_COOKIE_BYTES: u32 = 37;
 
 /// Linux `TCP_TIMEOUT_INIT`: the first SYN retransmission timeout, 1 s
 /// (RFC 6298 (2.1)), doubled on each retry.
@@ -243,8 +258,8 @@ const SYN_TIMEOUT: SimDuration = SimDuration::from_secs(1);
 /// An outstanding SYN.
 #[derive(Clone, Copy, Debug)]
 struct SynSent {
-    /// Time of the last (re)transmission: the SYN-ACK's RTT sample starts here
-    /// (Linux has the timestamp echo of the last SYN).
+    /// Time of the last (re)transmission: the SYN-ACK's (or the greeting's ACK's)
+    /// RTT sample starts here (Linux has the timestamp echo of the last one).
     sent: SimTime,
     deadline: SimTime,
     tries: u32,
@@ -315,6 +330,8 @@ pub(crate) struct TcpSender {
     pub(crate) spurious_undos: u64,
     /// The handshake in progress (data waits for the SYN-ACK).
     syn: Option<SynSent>,
+    /// The application's greeting in flight (data waits for its ACK).
+    cookie: Option<SynSent>,
     /// The newest timestamp the receiver sent (Linux `ts_recent`, RFC 7323 §4.3),
     /// echoed in every segment.
     ts_recent: u16,
@@ -384,6 +401,7 @@ impl TcpSender {
             frto_send_new: false,
             spurious_undos: 0,
             syn: None,
+            cookie: None,
             ts_recent: 0,
             cc,
             rtt: RttEstimator::new(),
@@ -548,7 +566,7 @@ impl TcpSender {
     #[inline]
     pub(crate) fn next_wakeup(&self) -> SimTime {
         if !self.started {
-            return self.syn.map_or(self.cfg.start, |s| s.deadline);
+            return self.cookie.or(self.syn).map_or(self.cfg.start, |s| s.deadline);
         }
         self.rto_deadline.min(self.pace_wake).min(self.rack.reo_deadline).min(self.rack.tlp_deadline)
     }
@@ -561,6 +579,10 @@ impl TcpSender {
     pub(crate) fn on_timer(&mut self, now: SimTime, out: &mut Vec<Pkt>) {
         if !self.started {
             if now < self.cfg.start {
+                return;
+            }
+            if self.cookie.is_some() {
+                self.send_cookie(now, out);
                 return;
             }
             if self.cfg.handshake {
@@ -973,14 +995,18 @@ impl TcpSender {
                 // Linux, with timestamps, even after a SYN retransmission).
                 self.rtt.sample(now.saturating_since(syn.sent));
                 self.syn = None;
-                self.started = true;
-                self.pace_next = now;
-                self.try_send(now, out);
+                if self.cfg.cookie_bytes > 0 {
+                    self.send_cookie(now, out);
+                } else {
+                    self.start_data(now, out);
+                }
+            } else if let (true, Some(cookie)) = (ack.cookie(), self.cookie) {
+                self.on_cookie_ack(now, ack, cookie, out);
             }
             return;
         }
-        if ack.syn() {
-            return; // a SYN-ACK for a retransmitted SYN
+        if ack.syn() || ack.cookie() {
+            return; // the answer to a retransmitted SYN or greeting
         }
         // RFC 7323 §4.3: keep the newest timestamp (PAWS would refuse an older one;
         // ACKs can arrive out of order under host jitter).
@@ -1331,6 +1357,61 @@ impl TcpSender {
         if matches!(self.state, CaState::Recovery | CaState::Loss) {
             self.state = CaState::Open;
         }
+    }
+
+    /// The connection is open and the application writes its bulk data.
+    fn start_data(&mut self, now: SimTime, out: &mut Vec<Pkt>) {
+        self.started = true;
+        self.pace_next = now;
+        self.try_send(now, out);
+    }
+
+    /// Send (or resend, when its timer expired) the application's greeting: one
+    /// short segment outside the data's numbering, retransmitted on the RTO the
+    /// handshake's sample gives, doubled on each retry (RFC 6298 (5.5)). The
+    /// controller is not told: iperf3 attaches it after the cookie is out.
+    fn send_cookie(&mut self, now: SimTime, out: &mut Vec<Pkt>) {
+        let tries = match self.cookie {
+            None => 0,
+            Some(c) if now >= c.deadline => c.tries + 1,
+            Some(_) => return,
+        };
+        let timeout = SimDuration::from_nanos(self.rtt.rto().as_nanos() << tries.min(6));
+        self.cookie = Some(SynSent { sent: now, deadline: now + timeout, tries });
+        let mut p = self.packet(now, 0, PF_COOKIE);
+        p.len = self.cfg.cookie_bytes;
+        p.meta.bytes = self.cfg.cookie_bytes + WIRE_BYTES;
+        out.push(p);
+    }
+
+    /// The greeting's ACK: an RTT sample, the controller's first ACK (one
+    /// segment of `cookie_bytes`, sent before it attached, so its first round
+    /// has not ended: [`CcInit::sent_before_attach`]), then the bulk data.
+    fn on_cookie_ack(&mut self, now: SimTime, ack: &Ack, cookie: SynSent, out: &mut Vec<Pkt>) {
+        self.ts_recent = ack.tsval;
+        self.snd_wnd_end = self.window_end(ack);
+        self.note_window(ack);
+        let rtt = now.saturating_since(cookie.sent);
+        self.rtt.sample(rtt);
+        self.cookie = None;
+        let bytes = self.cfg.cookie_bytes as u64;
+        self.cc.on_ack(&AckSample {
+            now,
+            acked_bytes: bytes,
+            acked_segments: 1,
+            rtt: Some(rtt),
+            srtt: self.rtt.srtt(),
+            min_rtt: self.rtt.min_rtt(),
+            prior_in_flight: bytes,
+            in_flight: 0,
+            // Linux `tcp_is_cwnd_limited`: one packet was out, cwnd is not below 2.
+            app_limited: self.cwnd_segs() >= 2,
+            in_recovery: false,
+            rate: None,
+            tsval_ms: ts_ms32(now, ack.tsval),
+            tsecr_ms: ts_ms32(now, ack.tsecr),
+        });
+        self.start_data(now, out);
     }
 
     /// Send (or resend, when its timer expired) the SYN (RFC 9293 §3.5; RFC 6298
@@ -1808,9 +1889,12 @@ impl TcpSender {
         probe.current_ssthresh_segments.push(if current >= 0x7fff_ffff { f64::NAN } else { current as f64 });
         probe.srtt_ns.push(self.rtt.srtt().as_nanos());
         probe.snd_wnd_bytes.push(self.snd_wnd_end.saturating_sub(self.snd_una).saturating_mul(mss));
+        // The greeting counts as the kernel counts it: sequence space before the data.
+        let cookie = self.cfg.cookie_bytes as u64;
+        let (acked_cookie, cookie_out) = if self.started { (cookie, 0) } else { (0, if self.cookie.is_some() { cookie } else { 0 }) };
         let una = self.bytes_below(self.snd_una);
-        probe.acked_bytes.push(una);
-        probe.outstanding_bytes.push(self.bytes_below(self.snd_nxt) - una);
+        probe.acked_bytes.push(una + acked_cookie);
+        probe.outstanding_bytes.push(self.bytes_below(self.snd_nxt) - una + cookie_out);
     }
 
     #[inline]
@@ -1911,6 +1995,7 @@ mod tests {
             frto: true,
             tso_defer: false,
             handshake: false,
+            cookie_bytes: 0,
         }
     }
 

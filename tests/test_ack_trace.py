@@ -279,3 +279,35 @@ def test_new_data_leaves_in_linux_sized_bursts_as_the_kernels_does():
     default = _releases(_simulated_acks(False))
     ca = default[(default["t"] >= 5) & (default["t"] < 8)]
     assert (ca["sent"] == 0).mean() < 0.05 and ca.loc[ca["sent"] > 0, "sent"].max() <= 4
+
+
+# The first round of the vm backend's Vegas–Vegas run (Linux 6.1.0-57 in QEMU,
+# `fairlab run vm_vegas_vegas_seed42.toml --backend vm --tcp-probe`, 2026-11-30):
+# each flow's first 12 ACKs as the kernel traced them.
+VEGAS_START = Path(__file__).parent / "data" / "vm_vegas_vegas_seed42_first_acks.csv"
+VV_SCENARIO = Path(__file__).parent / "data" / "vm_vegas_vegas_seed42.toml"
+
+
+def _first_acks(scenario: Path, n: int) -> pd.DataFrame:
+    s = load_scenario(scenario)
+    acks = ack_trace.from_engine(core_simulate(json.dumps(with_host_windows(s.resolve(seed=s.seed))), None, True)["tcp_probe"])
+    return acks.sort_values(["flow", "t"], kind="stable").groupby("flow").head(n)
+
+
+def test_each_flow_starts_as_iperf3_does_on_the_kernel():
+    # iperf3 writes a 37-byte cookie first and sets the congestion control after
+    # it (docs/tcp-model.md, "The application's greeting"). The kernel's first
+    # traced ACK is the cookie's (10 segments of cwnd, 37 bytes out); its ACK
+    # grows Vegas, whose slow start does not ask whether the window was used, to
+    # 11 segments, so Vegas's first flight is 11 segments and every ACK of it adds
+    # one; Illinois and Reno stay at 10 and send 10.
+    cols = ["cwnd_segments", "acked_bytes", "outstanding_bytes"]
+    kernel = pd.read_csv(VEGAS_START)
+    sim = _first_acks(VV_SCENARIO, 12)
+    for flow in (0, 1):
+        k = kernel[kernel["flow"] == flow][cols].to_numpy().tolist()
+        s = sim[sim["flow"] == flow][cols].to_numpy().tolist()
+        assert s == k, (flow, s, k)
+    kernel_ir = pd.read_parquet(KERNEL_TRACE).sort_values(["flow", "t"], kind="stable").groupby("flow").head(2)
+    sim_ir = _first_acks(IR_SCENARIO, 2)
+    assert sim_ir[cols].to_numpy().tolist() == kernel_ir[cols].to_numpy().tolist() == [[10, 0, 37], [10, 37, 14480]] * 2

@@ -149,7 +149,7 @@ impl Illinois {
             cnt_rtt: 0,
             rtt_above: false,
             rtt_low: 0,
-            round: RoundTracker::default(),
+            round: RoundTracker::after(init.sent_before_attach),
             update_due: false,
             alpha_fp: (cfg.alpha_max * 128.0).floor() as u64,
             beta_fp: (cfg.beta_max * 64.0).floor() as u64,

@@ -190,6 +190,14 @@ pub(crate) struct RoundTracker {
 }
 
 impl RoundTracker {
+    /// The rounds of a controller attached with `sent` bytes already in flight
+    /// ([`super::CcInit::sent_before_attach`]): Linux records `snd_nxt` as the
+    /// round's end when it attaches, so the ACK of those bytes opens no round and
+    /// the first ACK beyond them opens the first.
+    pub(crate) fn after(sent: u64) -> Self {
+        RoundTracker { left: sent, started: sent > 0 }
+    }
+
     /// Feed one ACK; true when it opens a new round.
     pub(crate) fn on_ack(&mut self, acked_bytes: u64, in_flight_after: u64) -> bool {
         if self.started && self.left > 0 {
@@ -211,6 +219,28 @@ impl RoundTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tracker_attached_after_the_greeting_opens_its_first_round_beyond_it() {
+        // Linux (Illinois `rtt_reset`, YeAH's Vegas half) records snd_nxt when the
+        // controller attaches, after iperf3's 37-byte cookie: the cookie's ACK
+        // opens no round, the first data ACK opens the first, which lasts the
+        // rest of the flight of 10.
+        const SEG: u64 = 1448;
+        let mut r = RoundTracker::after(37);
+        assert!(!r.on_ack(37, 0), "the cookie's ACK");
+        assert!(r.on_ack(SEG, 9 * SEG), "the first data ACK");
+        for k in 0..9 {
+            assert!(!r.on_ack(SEG, 9 * SEG), "ACK {k} of the first round");
+        }
+        assert!(r.on_ack(SEG, 18 * SEG), "the first ACK of the second flight");
+        // Attached before the cookie, the round would open on the cookie's ACK
+        // and the first data ACK would close it: every round one ACK late.
+        let mut early = RoundTracker::default();
+        assert!(early.on_ack(37, 0));
+        assert!(!early.on_ack(SEG, 9 * SEG));
+        assert!(early.on_ack(SEG, 8 * SEG));
+    }
 
     fn w(cwnd: u32, ssthresh: u32) -> SegWindow {
         SegWindow { cwnd, ssthresh, cnt: 0, mss: 1000, iw: 10, in_recovery: false }

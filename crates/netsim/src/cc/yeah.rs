@@ -118,7 +118,7 @@ impl Yeah {
             base_rtt: None,
             round_min_rtt: None,
             cnt_rtt: 0,
-            round: RoundTracker::default(),
+            round: RoundTracker::after(init.sent_before_attach),
             last_q: 0,
             doing_reno_now: 0,
             reno_count: 2,

@@ -265,6 +265,20 @@ struct SynSent {
     tries: u32,
 }
 
+impl SynSent {
+    /// The (re)transmission due at `now` after `prev`, with its timer at `base`
+    /// doubled per retry (RFC 6298 (5.5)); `None` while `prev`'s timer runs.
+    fn due(prev: Option<SynSent>, now: SimTime, base: SimDuration) -> Option<SynSent> {
+        let tries = match prev {
+            None => 0,
+            Some(p) if now >= p.deadline => p.tries + 1,
+            Some(_) => return None,
+        };
+        let timeout = SimDuration::from_nanos(base.as_nanos() << tries.min(6));
+        Some(SynSent { sent: now, deadline: now + timeout, tries })
+    }
+}
+
 /// The sending half of a TCP flow.
 #[derive(Debug)]
 pub(crate) struct TcpSender {
@@ -1371,13 +1385,8 @@ impl TcpSender {
     /// handshake's sample gives, doubled on each retry (RFC 6298 (5.5)). The
     /// controller is not told: iperf3 attaches it after the cookie is out.
     fn send_cookie(&mut self, now: SimTime, out: &mut Vec<Pkt>) {
-        let tries = match self.cookie {
-            None => 0,
-            Some(c) if now >= c.deadline => c.tries + 1,
-            Some(_) => return,
-        };
-        let timeout = SimDuration::from_nanos(self.rtt.rto().as_nanos() << tries.min(6));
-        self.cookie = Some(SynSent { sent: now, deadline: now + timeout, tries });
+        let Some(c) = SynSent::due(self.cookie, now, self.rtt.rto()) else { return };
+        self.cookie = Some(c);
         let mut p = self.packet(now, 0, PF_COOKIE);
         p.len = self.cfg.cookie_bytes;
         p.meta.bytes = self.cfg.cookie_bytes + WIRE_BYTES;
@@ -1417,13 +1426,8 @@ impl TcpSender {
     /// Send (or resend, when its timer expired) the SYN (RFC 9293 §3.5; RFC 6298
     /// (5.5) backoff from 1 s, as Linux).
     fn send_syn(&mut self, now: SimTime, out: &mut Vec<Pkt>) {
-        let tries = match self.syn {
-            None => 0,
-            Some(s) if now >= s.deadline => s.tries + 1,
-            Some(_) => return,
-        };
-        let timeout = SimDuration::from_nanos(SYN_TIMEOUT.as_nanos() << tries.min(6));
-        self.syn = Some(SynSent { sent: now, deadline: now + timeout, tries });
+        let Some(syn) = SynSent::due(self.syn, now, SYN_TIMEOUT) else { return };
+        self.syn = Some(syn);
         let mut p = self.packet(now, 0, PF_SYN);
         p.len = 0;
         p.meta.bytes = SYN_BYTES + LINK_FRAMING_BYTES;

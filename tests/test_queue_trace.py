@@ -325,6 +325,27 @@ def test_the_guest_script_is_unchanged_unless_the_queue_is_traced(vm_ready):
         build(Scenario.from_dict(red_ecn), vm_ready, seed=1, queue_trace=layout)
 
 
+def test_a_scenario_of_dccp_flows_alone_is_traced_too(vm_ready):
+    # The queue trace once started inside the TCP trace's set-up, so two CCID2 flows
+    # and no TCP flow ran untraced and the run ended in "the guest wrote no queue
+    # trace". The probes must be defined after tracefs is mounted, before the flows
+    # launch, and exported after they end.
+    from fairlab.backends.vm.btf import QueueTraceLayout
+    from fairlab.backends.vm.plan import build
+
+    doc = {"name": "o", "duration": "4s", "bottleneck": {"rate": "10Mbit", "buffer": "100%bdp"},
+           "flows": [{"cca": "ccid2", "rtt": "20ms"}, {"cca": "ccid2", "rtt": "20ms"}]}
+    layout = QueueTraceLayout(skb_data=208, skb_len=112, qdisc_backlog=196)
+    lines = build(Scenario.from_dict(doc), vm_ready, seed=1, queue_trace=layout).script.splitlines()
+    assert not any(line.startswith("fl_trace_start") for line in lines)
+    mount = lines.index("fl_tracefs")
+    probe = next(i for i, line in enumerate(lines) if "p:fairlab/enq bfifo_enqueue" in line)
+    launch = next(i for i, line in enumerate(lines) if line.startswith("fl_launch 0 "))
+    export = next(i for i, line in enumerate(lines) if "queue.txt.gz" in line)
+    waited = max(i for i, line in enumerate(lines) if line.startswith("wait $(cat $RES/client-"))
+    assert mount < probe < launch < waited < export
+
+
 # ---- the per-flow summary (metrics.queue_trace), by hand
 
 

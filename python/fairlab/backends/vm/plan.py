@@ -415,8 +415,11 @@ def _script(resolved: dict[str, Any], flows: list[GuestFlow], child_args: list[s
             lines.append(_quoted(["fl_trace_start", min(tcp_ports), max(tcp_ports), trace_kb]))
         else:
             lines.append(_quoted(["fl_trace_start", min(tcp_ports), max(tcp_ports), FIRST_RTT_TRACE_KB, first_rtt]))
-        if queue is not None:
-            lines.extend(queue_trace_guest.start_lines(*queue))
+    if queue is not None:
+        # Whatever the flows' protocols: a scenario of DCCP flows alone has no TCP
+        # trace to mount tracefs for it.
+        lines.append("fl_tracefs")
+        lines.extend(queue_trace_guest.start_lines(*queue))
     lines.append(f"fl_sampler r rd $T0 {interval_ns} {count} > $RES/sampler.err 2>&1 &")
     lines.append("SAMPLER=$!")
     interval_s = f"{interval_ns / 1e9:g}"
@@ -442,8 +445,8 @@ def _script(resolved: dict[str, Any], flows: list[GuestFlow], child_args: list[s
     lines.append("cat /proc/net/softnet_stat > $RES/softnet-end")
     if tcp_ports:
         lines.append("fl_trace_stop")
-        if queue is not None:
-            lines.extend(queue_trace_guest.stop_lines())
+    if queue is not None:
+        lines.extend(queue_trace_guest.stop_lines())
     lines.append("kill $WATCHDOG 2>/dev/null")
     lines.append("touch $RES/stop-sampler; kill $SAMPLER 2>/dev/null; wait $SAMPLER 2>/dev/null")
     lines.append("sleep 0.5; wait")

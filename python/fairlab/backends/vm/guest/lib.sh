@@ -100,6 +100,11 @@ fl_wait_listening() {
   done
 }
 
+# Mount tracefs (the per-ACK and the queue trace both need it; mounting twice is fine).
+fl_tracefs() {
+  mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || [ -d /sys/kernel/tracing/events ] || fl_fail "could not mount tracefs"
+}
+
 # Record the senders' TCP state per received segment (the tcp:tcp_probe tracepoint,
 # which fires for each segment an established socket receives) on CLOCK_MONOTONIC,
 # like fl_now. The filter keeps the senders' side (destination port a traffic
@@ -110,7 +115,7 @@ fl_wait_listening() {
 # usage: fl_trace_start FIRST_PORT LAST_PORT BUFFER_KB [FILTER]
 fl_trace_start() {
   _t=/sys/kernel/tracing
-  mount -t tracefs nodev $_t 2>/dev/null || [ -d $_t/events ] || fl_fail "could not mount tracefs"
+  fl_tracefs
   [ -d $_t/events/tcp/tcp_probe ] || fl_fail "the guest kernel has no tcp:tcp_probe tracepoint"
   echo mono > $_t/trace_clock || fl_fail "the guest kernel has no mono trace clock"
   echo $3 > $_t/buffer_size_kb || fl_fail "could not size the trace buffer ($3 KB)"

@@ -7,6 +7,7 @@ engine knows. Plan expansion only — nothing is simulated (fast)."""
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -62,6 +63,15 @@ def _plan(name: str, quick: bool = False) -> Campaign:
 
 def test_the_paper_presets_exist():
     assert set(EXPECTED) <= set(PRESETS)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_preset_names_the_page_that_sets_the_paper_beside_it(name):
+    # A reproduction's report points there (the paper's own numbers next to
+    # fairlab's), so the page must exist and be about this preset.
+    page = Path(__file__).resolve().parents[1] / PRESETS[name].compared_in
+    assert page.is_file(), page
+    assert name.removesuffix("-sessions") in page.read_text()
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

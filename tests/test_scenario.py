@@ -84,8 +84,9 @@ def test_units_in_qdisc_and_controller_params_are_parsed_once():
         ({"bottleneck": {"rate": "100Mbot"}}, "field `bottleneck.rate`"),
         ({"flows": [{"cca": "reno", "rtt": "10ms", "colour": "red"}]}, "field `flows[0].colour` is not a known field"),
         ({"flows": [{"cca": "reno"}]}, "field `flows[0].rtt` is required"),
-        ({"window": ["60s", "900s"]}, "window must satisfy"),
-        ({"flows": [{"cca": "reno", "rtt": "10ms", "start": "500s"}]}, "starts at or after the end"),
+        ({"window": ["60s", "900s"]}, "field `window`: [60 s, 900 s] must start before it ends and end by the run's duration (300 s)"),
+        ({"flows": [{"cca": "reno", "rtt": "10ms", "start": "500s"}]}, "field `flows[0].start`: 500 s is not before the end of the run (duration 300 s)"),
+        ({"flows": [{"cca": "reno", "rtt": "-10ms"}]}, "field `flows[0].rtt`: '-10ms' is negative; a duration must be 0 or more"),
     ],
 )
 def test_errors_name_the_file_and_field(patch, needle):

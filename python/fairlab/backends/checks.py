@@ -10,6 +10,7 @@ engine's own check (`_core.check`), which runs nothing.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 
@@ -26,7 +27,10 @@ def check_simulatable(scenario: Scenario, where: str) -> None:
     known = [name for name, _, _ in cca_table()]
     for i, f in enumerate(scenario.flows):
         if f.cca not in known:
-            raise ScenarioError(f"{where}: field `flows[{i}].cca`: the simulator has no congestion control {f.cca!r}; known: {', '.join(known)} (`fairlab list ccas`)")
+            close = difflib.get_close_matches(f.cca.lower(), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ScenarioError(f"{where}: field `flows[{i}].cca`: the simulator has no congestion control {f.cca!r}{hint}; "
+                                f"known: {', '.join(sorted(known))} (`fairlab list ccas`)")
     _check_qdisc_name(scenario, where)
     _engine_check(scenario, scenario.resolve(), where)
 

@@ -354,13 +354,15 @@ def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "s
         memo = (kind, canonical_json(d))
         if memo in added:
             return added[memo]
-        model = Scenario.from_dict(d, source=f"{source} [{label}]")
+        # A plain scenario has one condition, "base": naming it would only puzzle.
+        where = source if label == "base" else f"{source} [{label}]"
+        model = Scenario.from_dict(d, source=where)
         if check and backend == "sim":
-            check_simulatable(model, f"{source} [{label}]")
+            check_simulatable(model, where)
         elif check and backend == "vm":
-            check_vm(model, f"{source} [{label}]")
+            check_vm(model, where)
         elif check:
-            check_bottleneck(model, f"{source} [{label}]")
+            check_bottleneck(model, where)
         cond = _condition_id(d, kind)
         keys = []
         physics = None if shared_seeds else model.resolve()

@@ -12,8 +12,10 @@ from ..trace import TraceError
 
 # When output goes to a file or pipe rich would assume 80 columns and truncate flow
 # labels; 120 keeps tables readable in logs and CI output.
-console = Console(width=None if sys.stdout.isatty() else 120)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
+# soft_wrap: a long line (a command to copy, a path) is never broken by a newline;
+# tables still lay out in the width.
+console = Console(width=None if sys.stdout.isatty() else 120, soft_wrap=True)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 120, soft_wrap=True)
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:

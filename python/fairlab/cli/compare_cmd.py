@@ -162,6 +162,10 @@ def _print_tables(name: str, analyses: dict[str, list[Analysis]], summary: dict[
     for name, key in (("mean of J(t)", "jain_mean_jt"), ("J of mean throughputs", "jain_of_means")):
         j.add_row(name, fmt_stat(summary["sim"][key], dp=4), fmt_stat(summary[reference][key], dp=4))
     console.print(j)
+    if n == 1 and len(summary["sim"]["flows"]) > 1:
+        console.print("[dim]one run on each side: flows that share a queue can split differently with another "
+                      "seed on either backend, so one run cannot say whether the two differ; `--runs 5` gives "
+                      "means ± std over the same seeds on both[/]")
 
 
 def _ack_traces(out_dir: Path, backends: tuple[str, ...], labels: dict[int, str],

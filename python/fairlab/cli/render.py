@@ -58,7 +58,7 @@ def _secs(x: float) -> str:
 def print_analysis(trace: Trace, a: Analysis, inputs: list[str]) -> None:
     lo, hi = a.window
     console.print(
-        f"[bold]fairlab analyze[/] — {len(a.flows)} flow(s), window {_secs(lo)}–{_secs(hi)} s "
+        f"[bold]Analysis[/] — {len(a.flows)} flow(s), window {_secs(lo)}–{_secs(hi)} s "
         f"(seconds from the earliest flow's start), run {a.run}"
     )
     console.print(f"input: {escape(', '.join(inputs))}", highlight=False)
@@ -73,7 +73,8 @@ def print_analysis(trace: Trace, a: Analysis, inputs: list[str]) -> None:
             f.cca or "—",
             fmt_rate(f.mean_bps),
             str(f.samples),
-            "—" if f.retransmits is None else str(f.retransmits),
+            # DCCP never retransmits: a 0 there would read as "no loss".
+            "—" if f.retransmits is None or f.cca == "ccid2" else str(f.retransmits),
             "—" if f.mean_srtt_s is None else f"{f.mean_srtt_s * 1e3:.1f} ms",
         ]
     _add_flow_rows(t, len(a.flows), flow_row)

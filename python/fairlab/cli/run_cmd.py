@@ -110,6 +110,12 @@ def _single(model: Scenario, seed: int, backend: str, out_dir: Path, as_json: bo
         print(json.dumps(doc, indent=2, allow_nan=False))
         return
     print_analysis(trace, result, [f"{backend} run of {model.name} (seed {seed})"])
+    if len(result.flows) > 1:
+        # A newcomer's first run is one seed; which flow an overflow hits can turn a
+        # pair's split round from one seed to the next (phase effects, Floyd and
+        # Jacobson 1992), so say so before anyone quotes one run.
+        console.print("[dim]one run: flows that share a queue can split differently with another seed; "
+                      "`runs = 5` in the scenario (or `--set runs=5`) gives means ± std over seeds[/]")
     wall = trace.meta.get("wall_s")
     if backend == "sim" and wall:
         pkts = trace.meta.get("bottleneck_packets", 0)

@@ -237,7 +237,7 @@ def _columns(header: list[str], source: str, unit: str | None) -> dict[str, tupl
         header_unit = given
     if header_unit is None:
         raise IngestError(source, "does not say the unit of its 'throughput' column; name it in the header "
-                          "(e.g. throughput_Mbps) or pass unit=", allowed=list(UNITS))
+                          "(e.g. throughput_Mbps) or give it (`--unit` on the command line, unit= in Python)", allowed=list(UNITS))
     found["throughput"] = (thr[0], name)
     found["_unit"] = (-1, header_unit)
     for opt in OPTIONAL:

@@ -29,6 +29,13 @@ class Preset:
     quick_note: str = ""
     live_note: str = ""
 
+    @property
+    def compared_in(self) -> str:
+        """The page of fairlab's source that sets the paper's own numbers beside
+        fairlab's (seed 003's lab measured real Linux, so its page is the live one)."""
+        page = {"003": "live.md"}.get(self.seed_file[:3], f"seed{self.seed_file[:3]}.md")
+        return f"docs/validation/{page}"
+
 
 PRESETS: dict[str, Preset] = {
     p.name: p
@@ -66,8 +73,8 @@ PRESETS: dict[str, Preset] = {
                 "100 Mb/s dumbbell, 100% BDP DropTail, RTT 25–200 ms (8 values), 14 flows, one each of reno, bic, "
                 "cubic, highspeed, htcp, hybla, illinois, lp, scalable, vegas, veno, westwood, yeah, compound "
                 "(ns-2 TCP-Linux's set), flow k starting at 30·k s, 900 s runs analysed over 420–900 s, one run per RTT; "
-                "NRU weights from 14-flow self-competition runs (14 per RTT). 8 main + 112 calibration runs: 668 s on one "
-                "worker of a loaded 2-core machine. "
+                "NRU weights from 14-flow self-competition runs (14 per RTT). 8 main + 112 calibration runs (about 10 "
+                "minutes on one worker). "
                 "The paper's pair-wise set (CCID2 vs NewReno/CUBIC) is part of preset bhatti2008-dccp."
             ),
             quick={
@@ -94,8 +101,8 @@ PRESETS: dict[str, Preset] = {
                 "10 Gb/s dumbbell, RTT 120 ms, Drop-tail / RED / CHOKe (RED thresholds from the buffer), buffer 10–100% "
                 "of BDP in 10% steps; TCP-SACK (reno) + HSTCP + CUBIC one flow each (Fig. 3) and the homogeneous "
                 "sets of Table I (3 flows of one variant, run at every buffer); 300 s runs, analysis 30–300 s, one run "
-                "each: 120 runs. Expensive: ≈ 0.83 M packets per simulated second; one 300 s run (≈ 250 M packets) took "
-                "130–235 s wall on one core of a loaded 2-core machine, so ≈ 4–8 h on one worker."
+                "each: 120 runs. Expensive: ≈ 250 M packets per 300 s run, 2–4 minutes each, so ≈ 4–8 h on one "
+                "worker (use --quick, or more workers)."
             ),
             quick={
                 "bottleneck": {"rate": "1Gbit", "buffer": "20%bdp", "qdisc": "droptail"},

@@ -210,13 +210,22 @@ def _example(store: Store, r: ConditionResult, outdir: Path, index: int) -> tupl
 
 
 # ---------------------------------------------------------------------- writer
-def _preset_title(source: str | None) -> str | None:
+def _preset(source: str | None):
     if source and source.startswith("preset "):
         from ..presets import PRESETS
 
-        p = PRESETS.get(source.split(" ", 1)[1])
-        return None if p is None else p.title
+        return PRESETS.get(source.split(" ", 1)[1])
     return None
+
+
+def _preset_title(source: str | None) -> str | None:
+    p = _preset(source)
+    return None if p is None else p.title
+
+
+def _paper_comparison(source: str | None) -> str | None:
+    p = _preset(source)
+    return None if p is None else f"{p.compared_in} in fairlab's source (summary: docs/validation.md)"
 
 
 def _img_data(path: Path) -> str:
@@ -332,6 +341,7 @@ def write_report(
     context = {
         "title": f"fairlab report — {camp.name}",
         "reproduces": _preset_title(manifest.get("source")),
+        "paper_comparison": _paper_comparison(manifest.get("source")),
         "facts": facts,
         "notes": list(notes or []),
         "warnings": warnings,

@@ -185,33 +185,35 @@ class Scenario(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
         if self.duration <= 0:
-            raise ValueError("duration must be greater than 0")
+            raise ValueError("field `duration`: must be greater than 0")
         if self.interval <= 0 or self.interval > self.duration:
-            raise ValueError("interval must be greater than 0 and at most the duration")
+            raise ValueError(f"field `interval`: must be greater than 0 and at most the duration ({self.duration / 1e9:g} s)")
         n_flows = sum(f.count for f in self.flows)
         samples = n_flows * (self.duration // self.interval)
         if samples > MAX_SAMPLES:
-            raise ValueError(f"{n_flows} flow(s) x {self.duration // self.interval} samples each "
+            raise ValueError(f"field `interval`: {n_flows} flow(s) x {self.duration // self.interval} samples each "
                              f"(duration / interval) is {samples:.3g} samples, more than the {MAX_SAMPLES:.0e} one run "
                              "may record; use a longer interval or a shorter duration")
         packets = self.bottleneck.rate * (self.duration / 1e9) / (8 * (min(f.mss for f in self.flows) + HEADER_BYTES))
         if packets > MAX_PACKETS:
-            raise ValueError(f"the bottleneck would send about {packets:.3g} packets ({self.bottleneck.rate:.3g} bit/s for "
+            raise ValueError(f"field `duration`: the bottleneck would send about {packets:.3g} packets ({self.bottleneck.rate:.3g} bit/s for "
                              f"{self.duration / 1e9:g} s), more than the {MAX_PACKETS:.0e} one run may simulate")
         if self.bottleneck.buffer[0] == "bdp":
             bdp_bytes = self.bottleneck.rate * self.reference_rtt / 8e9 * self.bottleneck.buffer[1]
             if bdp_bytes > MAX_BUFFER_BYTES:
-                raise ValueError(f"bottleneck.buffer is {bdp_bytes:.3g} bytes, more than the {MAX_BUFFER_BYTES:.3g} "
+                raise ValueError(f"field `bottleneck.buffer`: is {bdp_bytes:.3g} bytes, more than the {MAX_BUFFER_BYTES:.3g} "
                                  "bytes allowed")
         elif self.bottleneck.buffer[0] == "bytes" and self.bottleneck.buffer[1] > MAX_BUFFER_BYTES:
-            raise ValueError(f"bottleneck.buffer is more than the {MAX_BUFFER_BYTES:.3g} bytes allowed")
+            raise ValueError(f"field `bottleneck.buffer`: is more than the {MAX_BUFFER_BYTES:.3g} bytes allowed")
         if self.window is not None:
             lo, hi = self.window
             if not lo < hi <= self.duration:
-                raise ValueError("window must satisfy start < end <= duration")
+                raise ValueError(f"field `window`: [{lo / 1e9:g} s, {hi / 1e9:g} s] must start before it ends and end by the "
+                                 f"run's duration ({self.duration / 1e9:g} s)")
         for i, f in enumerate(self.flows):
             if f.start >= self.duration:
-                raise ValueError(f"flows[{i}] starts at or after the end of the run (duration)")
+                raise ValueError(f"field `flows[{i}].start`: {f.start / 1e9:g} s is not before the end of the run "
+                                 f"(duration {self.duration / 1e9:g} s)")
         return self
 
     # ------------------------------------------------------------------ constructors
@@ -341,6 +343,8 @@ def read_toml(path: str | Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ScenarioError(f"{path}: no such scenario file") from None
+    except IsADirectoryError:
+        raise ScenarioError(f"{path}: is a directory, not a scenario file (.toml)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError(f"{path}: cannot read it ({exc})") from None
     try:
@@ -367,7 +371,7 @@ def load_scenario(path: str | Path) -> Scenario:
 def _explain(exc: ValidationError, source: str) -> str:
     lines = []
     for err in exc.errors():
-        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".") or "(top level)"
+        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
         msg = err["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
@@ -377,7 +381,10 @@ def _explain(exc: ValidationError, source: str) -> str:
             msg = "is required"
         elif err["type"] in ("bool_parsing", "bool_type"):
             msg = f"{err.get('input')!r} is not a yes/no value; write true or false"
-        lines.append(f"field `{loc}` {msg}" if err["type"] in ("extra_forbidden", "missing") else f"field `{loc}`: {msg}")
+        if not loc:  # a rule across fields (the window against the duration, a flow's start)
+            lines.append(msg)
+        else:
+            lines.append(f"field `{loc}` {msg}" if err["type"] in ("extra_forbidden", "missing") else f"field `{loc}`: {msg}")
     head = f"{source}: " + lines[0]
     return head if len(lines) == 1 else head + "\n" + "\n".join(f"{source}: {ln}" for ln in lines[1:])
 

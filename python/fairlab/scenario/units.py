@@ -76,6 +76,8 @@ def parse_duration(value: object) -> int:
     s = _text(value, DURATION_FORMS)
     m = re.fullmatch(_NUM + r"\s*(?P<unit>ns|us|µs|ms|s|min|h)", s)
     if not m:
+        if re.fullmatch(r"-\s*" + _NUM + r"\s*(?:ns|us|µs|ms|s|min|h)", s):
+            raise UnitError(f"{s!r} is negative; a duration must be 0 or more")
         raise UnitError(f"{s!r} is not a duration; write {DURATION_FORMS}")
     ns = float(m["num"]) * _DURATION_UNITS[m["unit"]]
     if not ns <= MAX_DURATION_NS:

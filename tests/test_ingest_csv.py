@@ -169,8 +169,12 @@ def test_mixing_a_table_with_iperf_files_is_refused(tmp_path):
 
 
 def test_flow_labels_and_time_from_the_earliest_start():
-    tr = load(csv_file("t,flow,throughput_Gbps\n11,cubic,1\n12,cubic,1.5\n13,reno,0.5\n", "lab.csv"))
-    assert tr.flows["label"].tolist() == ["lab#cubic", "lab#reno"]
+    text = "t,flow,throughput_Gbps\n11,cubic,1\n12,cubic,1.5\n13,reno,0.5\n"
+    tr = load(csv_file(text, "lab.csv"))
+    # On its own a table keeps its flows' names; a label asked for prefixes them.
+    assert tr.flows["label"].tolist() == ["cubic", "reno"]
+    assert load(csv_file(text, "lab.csv"), labels=["lab"]).flows["label"].tolist() == ["lab#cubic", "lab#reno"]
+    assert load(csv_file("t,flow,throughput_Gbps\n1,alice,1\n2,alice,2\n", "one.csv")).flows["label"].tolist() == ["alice"]
     # 1-s spacing: cubic starts at 10, reno at 12; t is from the earliest start.
     assert tr.flows["start_s"].tolist() == [0.0, 2.0]
     assert tr.samples["t"].tolist() == [1.0, 2.0, 3.0]

@@ -136,6 +136,8 @@ def test_labels_keep_flow_identity():
     assert condition_label({"flows[0].cca": "reno", "flows[1].cca": "cubic"}) == "flows[0].cca=reno; flows[1].cca=cubic"
     assert condition_label({"pair": {"flows[0].cca": "reno", "flows[1].cca": "cubic"}}) == "flows[0].cca=reno, flows[1].cca=cubic"
     assert condition_label({"qdisc": {"label": "zrtt", "bottleneck.qdisc": "zrtt"}, "flows[*].rtt": "50ms"}, leave_out="flows[*].rtt") == "zrtt"
+    # A path that names one thing of the whole scenario reads by its name.
+    assert condition_label({"flows[*].rtt": "50ms", "bottleneck.buffer": "20%bdp"}) == "RTT 50ms; buffer 20%bdp"
 
 
 def test_buffer_is_stated_in_bytes_and_percent_of_bdp():
@@ -266,8 +268,8 @@ def test_many_series_become_one_panel_per_value_of_the_next_axis():
     axis = choose_axis(sweep)
     assert axis.key == "bottleneck.buffer"
     ps = panels(results, axis)
-    assert [p.title for p in ps] == ["bottleneck.qdisc=droptail", "bottleneck.qdisc=red", "bottleneck.qdisc=choke"]
-    assert [name for name, _ in ps[0].series] == ["flows[*].cca=reno", "flows[*].cca=cubic", "flows[*].cca=bbr", "flows[*].cca=vegas"]
+    assert [p.title for p in ps] == ["qdisc droptail", "qdisc red", "qdisc choke"]
+    assert [name for name, _ in ps[0].series] == ["every flow reno", "every flow cubic", "every flow bbr", "every flow vegas"]
     assert all(len(cells) == 2 for p in ps for _, cells in p.series)  # both buffer values in every series
     fig = fig_metric_vs_axis(results, axis, metric="jain_mean_jt", ylabel="mean of J(t)")
     visible = [ax for ax in fig.axes if ax.get_visible()]

@@ -128,7 +128,8 @@ def load(
         raise IngestError(", ".join(p.source for p in parts),
                           f"mix {' and '.join(families)} files, whose clocks cannot be lined up (iperf2 stamps are "
                           "local time without a zone; plain tables have no clock); load each kind on its own")
-    return _assemble(parts, file_labels, [float(x) for x in offsets] if offsets is not None else None)
+    return _assemble(parts, file_labels, [float(x) for x in offsets] if offsets is not None else None,
+                     own_names=labels is None and len(parts) == 1)
 
 
 def sniff(data: bytes, source: str = "<input>") -> str:
@@ -275,7 +276,11 @@ def _load_trace_file(name: str, data: bytes) -> Trace:
 
 
 # --------------------------------------------------------------------- assembling
-def _assemble(parts: list[FilePart], file_labels: list[str], given: list[float] | None = None) -> Trace:
+def _assemble(parts: list[FilePart], file_labels: list[str], given: list[float] | None = None, *,
+              own_names: bool = False) -> Trace:
+    """``own_names``: one plain table and no labels given, so its flows keep the names
+    in its `flow` column (with several files, or a label given, they are prefixed
+    ``label#name`` so that no two files' flows read alike)."""
     notes: list[str] = [n for p in parts for n in p.notes]
     intervals = {p.source: p.interval_s for p in parts if p.interval_s}
     distinct = sorted({round(v, 3) for v in intervals.values()})  # already snapped to what -i asked for
@@ -306,7 +311,7 @@ def _assemble(parts: list[FilePart], file_labels: list[str], given: list[float] 
                 sample_parts.append(s)
             row = {
                 "flow": flow_id,
-                "label": f"{flabel}#{f.key}" if many else flabel,
+                "label": f.key if own_names and p.family == "table" else f"{flabel}#{f.key}" if many else flabel,
                 "cca": f.cca if f.cca else pd.NA,
                 "rtt_s": f.rtt_s,
                 "start_s": f.start_s + off,

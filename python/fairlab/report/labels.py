@@ -15,9 +15,22 @@ def _value(v: Any) -> str:
     return str(v)
 
 
+#: Paths that name one thing of the whole scenario, read by their name in tables and
+#: figures ("RTT 50ms" rather than "flows[*].rtt=50ms"); a path of one flow keeps its
+#: index, so two flows' settings never read alike.
+_READABLE = {
+    "flows[*].rtt": "RTT",
+    "flows[*].cca": "every flow",
+    "bottleneck.rate": "rate",
+    "bottleneck.buffer": "buffer",
+    "bottleneck.qdisc": "qdisc",
+}
+
+
 def assignment_text(key: str, value: Any) -> str:
     """One sweep assignment: a grouped value by its label (or, unlabelled, by every
-    scalar path=value it sets), a scenario path as path=value."""
+    scalar path=value it sets), a whole-scenario path by its name, any other
+    scenario path as path=value."""
     if is_grouped_axis(key):
         if isinstance(value, dict):
             if "label" in value:
@@ -25,6 +38,8 @@ def assignment_text(key: str, value: Any) -> str:
             parts = [f"{p}={_value(x)}" for p, x in value.items() if isinstance(x, (str, int, float))]
             return ", ".join(parts) or key
         return f"{key}={_value(value)}"
+    if key in _READABLE:
+        return f"{_READABLE[key]} {_value(value)}"
     return f"{key}={_value(value)}"
 
 

@@ -84,3 +84,18 @@ def test_simulated_bytes_are_conserved_per_flow():
     app = sum(ft["app_bytes"] for ft in tr.meta["flow_totals"])
     integrated = (tr.samples["throughput_bps"] * tr.meta["interval_s"] / 8).sum()
     assert integrated == pytest.approx(app, rel=0.01)
+
+
+def test_one_run_of_a_pair_says_it_stands_for_one_seed_only(tmp_path):
+    # A single run of flows sharing a queue can split either way with another seed;
+    # the table alone invites quoting it. One flow has nothing to split.
+    f = tmp_path / "s.toml"
+    f.write_text(SCEN.format(cca="cubic"))
+    r = cli("run", f, "--out", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    assert "one run: flows that share a queue can split differently with another seed" in r.stdout
+    solo = SCEN.format(cca="cubic").split("[[flows]]")
+    f.write_text(solo[0] + "[[flows]]" + solo[1])
+    r = cli("run", f, "--out", tmp_path / "o1")
+    assert r.returncode == 0, r.stderr
+    assert "one run:" not in r.stdout

@@ -354,8 +354,9 @@ def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "s
         memo = (kind, canonical_json(d))
         if memo in added:
             return added[memo]
-        # A plain scenario has one condition, "base": naming it would only puzzle.
-        where = source if label == "base" else f"{source} [{label}]"
+        # A plain scenario's one condition (labelled as the empty sweep point is)
+        # needs no name in an error.
+        where = source if label == _label({}) else f"{source} [{label}]"
         model = Scenario.from_dict(d, source=where)
         if check and backend == "sim":
             check_simulatable(model, where)

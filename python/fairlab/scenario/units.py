@@ -69,14 +69,15 @@ def parse_rate(value: object) -> int:
 
 
 _DURATION_UNITS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9, "min": 60 * 10**9, "h": 3600 * 10**9}
+_DURATION = re.compile(_NUM + r"\s*(?P<unit>" + "|".join(sorted(_DURATION_UNITS, key=len, reverse=True)) + ")")
 
 
 def parse_duration(value: object) -> int:
     """'25ms' → 25_000_000 (nanoseconds). Zero is allowed; negative is not."""
     s = _text(value, DURATION_FORMS)
-    m = re.fullmatch(_NUM + r"\s*(?P<unit>ns|us|µs|ms|s|min|h)", s)
+    m = _DURATION.fullmatch(s)
     if not m:
-        if re.fullmatch(r"-\s*" + _NUM + r"\s*(?:ns|us|µs|ms|s|min|h)", s):
+        if s.startswith("-") and _DURATION.fullmatch(s[1:].lstrip()):
             raise UnitError(f"{s!r} is negative; a duration must be 0 or more")
         raise UnitError(f"{s!r} is not a duration; write {DURATION_FORMS}")
     ns = float(m["num"]) * _DURATION_UNITS[m["unit"]]

@@ -54,6 +54,46 @@ def test_cpio_refuses_paths_leaving_the_archive():
         cpio.archive([cpio.file("../etc/passwd", b"x")])
 
 
+# --------------------------------------------------------------------- results archive
+def _tar_gz(entries) -> bytes:
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, kind, payload in entries:
+            info = tarfile.TarInfo(name)
+            if kind == "file":
+                info.size = len(payload)
+                tf.addfile(info, io.BytesIO(payload))
+            else:
+                info.type, info.linkname = tarfile.SYMTYPE, payload
+                tf.addfile(info)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("python_has_data_filter", [True, False])
+def test_the_guest_archive_is_unpacked_on_pythons_with_and_without_tar_filters(tmp_path, monkeypatch, python_has_data_filter):
+    # Debian 12's Python 3.11.2 has no tarfile.data_filter (3.11.4 added it); a vm
+    # run there once died with a TypeError from extractall(filter=...).
+    import tarfile
+
+    from fairlab.backends.vm.runner import VmError, _extract
+
+    if not python_has_data_filter:
+        monkeypatch.delattr(tarfile, "data_filter", raising=False)
+        real = tarfile.TarFile.extractall
+        monkeypatch.setattr(tarfile.TarFile, "extractall",
+                            lambda self, path=".", members=None, *, numeric_owner=False: real(self, path, members, numeric_owner=numeric_owner))
+    _extract(_tar_gz([("flow-0.json", "file", b"{}"), ("qdisc.txt", "file", b"backlog 0")]), tmp_path / "ok")
+    assert (tmp_path / "ok" / "flow-0.json").read_bytes() == b"{}"
+    assert (tmp_path / "ok" / "qdisc.txt").read_bytes() == b"backlog 0"
+    for bad in ([("../escape", "file", b"x")], [("/abs", "file", b"x")], [("link", "link", "/etc/passwd")]):
+        with pytest.raises(VmError, match="unexpected entry"):
+            _extract(_tar_gz(bad), tmp_path / f"bad{len(list(tmp_path.iterdir()))}")
+    assert not (tmp_path / "escape").exists()
+
+
 # --------------------------------------------------------------------- modules
 def test_load_order_puts_dependencies_first_and_skips_builtins():
     idx = kmod.ModuleIndex(release="x", builtin={"tcp_cubic"})

@@ -184,6 +184,12 @@ def validate(
                          f"e.g. 'reno-cubic|100ms|1bdp|droptail', '8xcubic|25ms|1bdp|droptail')")
     ids = {c.id for c in selected}
     sides = ("sim", "vm") if backend == "both" else (backend,)
+    cannot = [c for c in selected if c.id in grid.KERNEL_CANNOT_RUN]
+    if "vm" in sides:
+        for c in cannot:
+            err_console.print(f"vm: cell {escape(c.id)} is not run on the kernel: {escape(grid.KERNEL_CANNOT_RUN[c.id])}")
+        if cannot and len(cannot) == len(selected):
+            raise UsageError("the kernel cannot measure the cell(s) asked for (above); run them with --backend sim")
     if backend == "sim":
         # Find the kernel's side before spending minutes on the simulator's.
         src = vm_data or committed_vm_results()
@@ -197,7 +203,8 @@ def validate(
     results: dict[str, pd.DataFrame] = {}
     for side in sides:
         parts = []
-        for doc in grid.campaign_docs(selected, runs=max(grid.SIM_SEEDS, seeds) if side == "sim" else seeds):
+        side_cells = [c for c in selected if c not in cannot] if side == "vm" else selected
+        for doc in grid.campaign_docs(side_cells, runs=max(grid.SIM_SEEDS, seeds) if side == "sim" else seeds):
             camp = expand(doc, source=f"validation grid ({doc['name']})", backend=side)
             if side == "vm" and record is not None:
                 from ..backends.vm.image import find
@@ -226,7 +233,7 @@ def validate(
     if "sim" not in results:
         console.print(f"kernel side only: {vm['cell'].nunique()} cells; run with --backend both or sim to compare")
         return
-    missing = len(ids - set(vm["cell"]))
+    missing = len(ids - set(vm["cell"]) - set(grid.KERNEL_CANNOT_RUN))
     if vm.empty:
         raise UsageError(f"none of the {len(ids)} cell(s) asked for has kernel results to compare with "
                          "(did every kernel run fail? the campaign store says why)")
@@ -239,5 +246,8 @@ def validate(
     if missing:
         which = "asked for" if cell_ids else f"of --subset {escape(subset)}"
         console.print(f"note: {missing} cell(s) {which} have no kernel results yet")
+    if cannot:
+        console.print(f"note: {len(cannot)} cell(s) the kernel cannot measure are not compared: "
+                      + ", ".join(escape(c.id) for c in cannot) + " (docs/validation/vm.md)")
     console.print(f"{counts.get('agree', 0)} of {len(table)} cells agree, {counts.get('differs', 0)} differ significantly, "
                   f"{counts.get('inconclusive', 0)} inconclusive (too few seeds to call); table in {out / 'grid.md'}")

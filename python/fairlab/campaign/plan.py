@@ -42,7 +42,7 @@ from typing import Any
 
 from .. import __version__
 from ..backends.checks import check_bottleneck, check_simulatable, check_vm
-from ..scenario import Scenario, ScenarioError, read_toml
+from ..scenario import Scenario, ScenarioError, protocol, read_toml
 
 _INDEX = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(\[(?P<idx>\*|\d+)\])?$")
 
@@ -158,7 +158,7 @@ def run_key(resolved: dict[str, Any], seed: int, backend: str) -> str:
 
         doc["kernel"] = vm_kernel_identity()
         doc["vm_format"] = VM_FORMAT_VERSION
-        if any(f.get("cca") == "ccid2" for f in resolved.get("flows", [])):
+        if any(protocol(f.get("cca")) == "DCCP" for f in resolved.get("flows", [])):
             doc["dccpgen"] = vm_dccpgen_identity()
     return hashlib.sha256(canonical_json(doc).encode()).hexdigest()[:24]
 

@@ -17,11 +17,10 @@ from matplotlib.figure import Figure
 import fairlab
 from fairlab.campaign.aggregate import ConditionResult, FlowResult
 from fairlab.campaign.execute import run_campaign
-from fairlab.campaign.plan import expand
+from fairlab.campaign.plan import condition_label, expand
 from fairlab.campaign.store import Store
 from fairlab.metrics.stats import run_stats
 from fairlab.report.format import fmt_rate, rate_unit
-from fairlab.report.labels import condition_label
 from fairlab.scenario import Scenario
 from fairlab.trace import Trace
 

@@ -24,12 +24,11 @@ import numpy as np
 from .. import __version__
 from ..analysis import analyze
 from ..campaign.aggregate import LOW_UTILISATION, ConditionResult, aggregate, campaign_of, fmt_stat
-from ..campaign.plan import CALIBRATION, MAIN, SOLO
+from ..campaign.plan import CALIBRATION, MAIN, SOLO, condition_label
 from ..campaign.store import Store, StoreError
 from ..metrics.jain import jain_over_time
 from .citations import cite, references
 from .format import fmt_num, fmt_pct, fmt_rate, fmt_rate_pm, fmt_seconds, rate_unit
-from .labels import condition_label
 from matplotlib.figure import Figure
 
 from .plots import goodput_above_link_note, plot_distributions, plot_run

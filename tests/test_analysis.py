@@ -120,3 +120,27 @@ def test_cli_bad_arguments_exit_2_with_a_sentence(tmp_path, args, needle):
     r = fairlab("analyze", str(p), *args)
     assert r.returncode == 2
     assert needle in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_terminal_table_shows_no_retransmit_count_for_any_dccp_flow(monkeypatch):
+    # DCCP never retransmits, so a 0 would read as "no loss". The renderer asks the
+    # scenario's protocol of a cca rather than naming CCID2, so a CCID added to
+    # DCCP_CCIDS (here a made-up "ccid3") is shown the same way.
+    import io
+
+    from rich.console import Console
+
+    from fairlab.cli import render
+    from fairlab.scenario import model, protocol
+
+    monkeypatch.setattr(model, "DCCP_CCIDS", frozenset({"ccid2", "ccid3"}))
+    assert [protocol(c) for c in ("ccid2", "ccid3", "reno", None)] == ["DCCP", "DCCP", "TCP", None]
+    tr = constant_trace([30e6, 30e6, 30e6], ccas=["ccid2", "ccid3", "reno"], labels=["a", "b", "c"], n=10)
+    samples = tr.samples.assign(retransmits=pd.array([0] * len(tr.samples), dtype="Int64"))
+    tr = Trace.from_frames(samples, tr.flows, meta=tr.meta)
+    out = io.StringIO()
+    monkeypatch.setattr(render, "console", Console(file=out, width=200, color_system=None))
+    render.print_analysis(tr, analyze(tr), ["test"])
+    rows = {line.split("│")[1].strip(): line.split("│")[5].strip() for line in out.getvalue().splitlines()
+            if line.count("│") >= 7 and line.split("│")[1].strip() in ("a", "b", "c")}
+    assert rows == {"a": "—", "b": "—", "c": "0"}

@@ -13,7 +13,7 @@ import pytest
 
 from cli_helpers import FAIRLAB_CLI, fairlab
 from fairlab.campaign.execute import run_campaign
-from fairlab.campaign.plan import CALIBRATION, MAIN, SOLO, derive_seed, expand, set_path
+from fairlab.campaign.plan import CALIBRATION, MAIN, SOLO, condition_label, derive_seed, expand, set_path
 from fairlab.campaign.store import Store, StoreError
 from fairlab.scenario import ScenarioError
 
@@ -55,7 +55,17 @@ def test_zip_sweep_pairs_lists_and_refuses_unequal_lengths():
 def test_grouped_axis_assigns_several_paths_together():
     c = expand(doc(runs=1, sweep={"pair": [{"flows[0].cca": "reno", "flows[1].cca": "bic"}, {"flows[0].cca": "bic", "flows[1].cca": "reno"}]}))
     assert [[f["cca"] for f in t.scenario["flows"]] for t in c.tasks] == [["reno", "bic"], ["bic", "reno"]]
-    assert c.tasks[0].label == "pair=reno/bic"
+    assert c.tasks[0].label == "flows[0].cca=reno, flows[1].cca=bic"
+
+
+def test_a_task_names_its_condition_as_the_report_does():
+    # `fairlab plan`, failed-run lines and errors about a condition show the task's
+    # label; the report shows condition_label of the point. One text for both.
+    c = expand(doc(runs=1, sweep={"flows[*].rtt": ["50ms"], "bottleneck.buffer": ["20%bdp"], "bottleneck.qdisc": ["red"],
+                                  "flows[1].cca": ["bic"]}))
+    assert [t.label for t in c.tasks] == ["RTT 50ms; buffer 20%bdp; qdisc red; flows[1].cca=bic"]
+    assert all(t.label == condition_label(t.point) for t in c.tasks)
+    assert expand(doc(runs=1)).tasks[0].label == condition_label({}) == "base scenario"
 
 
 def test_bad_sweep_paths_name_the_problem():
@@ -406,7 +416,7 @@ def test_plan_refuses_a_congestion_control_the_simulator_lacks_naming_the_condit
     assert r.returncode == 2, r.stdout
     assert "Traceback" not in r.stderr
     msg = " ".join(r.stderr.split())
-    assert f"{spec} [pair=renoo]: field `flows[0].cca`" in msg and "'renoo'" in msg
+    assert f"{spec} [flows[0].cca=renoo]: field `flows[0].cca`" in msg and "'renoo'" in msg
     assert "cubic" in msg.split("known:")[1] and "ccid2" in msg
     # The live backend runs the kernel's controllers, which the simulator's table does not list.
     doc = {"name": "k", "duration": "2s", "bottleneck": {"rate": "10Mbit", "buffer": "100%bdp"},

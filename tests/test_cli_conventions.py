@@ -77,6 +77,28 @@ def test_shell_completion_completes_commands_and_subcommands():
     assert r.returncode == 0 and "_FAIRLAB_COMPLETE" in r.stdout
 
 
+@pytest.mark.parametrize("command", [(), ("run",), ("plan",), ("query",), ("list", "ccas"), ("live", "cleanup"), ("vm", "build")])
+def test_help_gives_flags_no_value_type(command):
+    # A flag takes no value; typer's rich help printed "--json <bool>" (and "--help
+    # <bool>"), as if `--json true` were the syntax. Options that take a value keep
+    # their type.
+    r = cli(*command, "--help")
+    assert r.returncode == 0, r.stderr
+    assert "<bool>" not in r.stdout
+    flag = {(): "--version", ("query",): "--csv", ("live", "cleanup"): "--dry-run", ("vm", "build"): "--force"}.get(command, "--json")
+    line = next(ln for ln in r.stdout.splitlines() if f" {flag} " in ln)
+    assert line.split(flag, 1)[1].split()[0] != "<bool>"
+    if command == ("run",):
+        assert any(" --seed " in ln and "<int>" in ln for ln in r.stdout.splitlines())
+
+
+def test_flags_still_parse_after_their_help_lost_the_value_type():
+    r = cli("list", "ccas", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)
+    r = cli("list", "ccas", "--json", "true")
+    assert r.returncode == 2  # a flag takes no value, as before
+
+
 # ------------------------------------------------------------------ repeatable options
 def test_option_values_that_start_with_a_dash_are_values(tmp_path):
     r = cli("analyze", DATA / "ms_clients_cubic.json", "--label", "-x", "--json")

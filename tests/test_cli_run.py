@@ -57,6 +57,24 @@ def test_unknown_cca_is_one_sentence_with_the_known_names(tmp_path):
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize(("cca", "qdisc", "field", "suggested", "listing"), [
+    ("renoo", "droptail", "flows[0].cca", "reno", "ccas"),
+    ("reno", "dropail", "bottleneck.qdisc", "droptail", "qdiscs"),
+    ("reno", "fq-codel", "bottleneck.qdisc", "fq_codel", "qdiscs"),
+])
+def test_a_misspelt_cca_or_qdisc_gets_the_closest_name_and_the_sorted_list(tmp_path, cca, qdisc, field, suggested, listing):
+    f = tmp_path / "s.toml"
+    f.write_text(SCEN.format(cca=cca).replace('buffer = "100%bdp"', f'buffer = "100%bdp"\nqdisc = "{qdisc}"'))
+    r = cli("run", f, "--out", tmp_path / "o")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    msg = " ".join(r.stderr.split())
+    wrong = qdisc if listing == "qdiscs" else cca
+    assert f"field `{field}`" in msg and f"{wrong!r} (did you mean {suggested!r}?)" in msg
+    known = msg.split("known: ")[1].split(" (`fairlab list")[0].split(", ")
+    assert known == sorted(known) and suggested in known
+    assert f"(`fairlab list {listing}`)" in msg
+
+
 def test_list_ccas_and_qdiscs_print_the_name_tables():
     r = cli("list", "ccas")
     assert r.returncode == 0

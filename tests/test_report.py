@@ -17,11 +17,10 @@ from matplotlib.figure import Figure
 import fairlab
 from fairlab.campaign.aggregate import ConditionResult, FlowResult
 from fairlab.campaign.execute import run_campaign
-from fairlab.campaign.plan import expand
+from fairlab.campaign.plan import condition_label, expand
 from fairlab.campaign.store import Store
 from fairlab.metrics.stats import run_stats
 from fairlab.report.format import fmt_rate, rate_unit
-from fairlab.report.labels import condition_label
 from fairlab.scenario import Scenario
 from fairlab.trace import Trace
 
@@ -275,3 +274,24 @@ def test_many_series_become_one_panel_per_value_of_the_next_axis():
     visible = [ax for ax in fig.axes if ax.get_visible()]
     assert len(visible) == 3 and all(len(ax.lines) >= 4 for ax in visible)
     assert len(fig.legends) == 1 and len(fig.legends[0].get_texts()) == 4  # one shared legend
+
+
+def test_the_fact_line_counts_the_plans_runs_and_names_older_ones_apart(tmp_path, monkeypatch):
+    # A run's key hashes the engine build: runs made by an older build stay in the
+    # store but are none of today's plan, and the report neither reads nor counts them.
+    from fairlab.campaign import plan
+    from fairlab.report.campaign_report import write_report
+
+    doc = {"name": "stale", "duration": "4s", "interval": "1s", "seed": 3, "runs": 2,
+           "bottleneck": {"rate": "10Mbit", "buffer": "100%bdp"},
+           "flows": [{"cca": "reno", "rtt": "20ms"}, {"cca": "cubic", "rtt": "20ms"}]}
+    root = tmp_path / "c"
+    with monkeypatch.context() as m:
+        m.setattr(plan, "_engine", lambda: "an older engine build")
+        run_campaign(expand(doc), Store(root), workers=1)
+    run_campaign(expand(doc), Store(root), workers=1)
+    assert len(Store(root).done_keys()) == 4
+    md = write_report(root, max_examples=0)["markdown"].read_text()
+    assert ("2 finished (2 more in the store, made by another engine build, fairlab version or scenario, "
+            "not used), 0 failed") in md
+    assert "4 finished" not in md

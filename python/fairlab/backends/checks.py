@@ -27,10 +27,7 @@ def check_simulatable(scenario: Scenario, where: str) -> None:
     known = [name for name, _, _ in cca_table()]
     for i, f in enumerate(scenario.flows):
         if f.cca not in known:
-            close = difflib.get_close_matches(f.cca.lower(), known, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ScenarioError(f"{where}: field `flows[{i}].cca`: the simulator has no congestion control {f.cca!r}{hint}; "
-                                f"known: {', '.join(sorted(known))} (`fairlab list ccas`)")
+            raise _unknown_name(f"{where}: field `flows[{i}].cca`: the simulator has no congestion control", f.cca, known, "ccas")
     _check_qdisc_name(scenario, where)
     _engine_check(scenario, scenario.resolve(), where)
 
@@ -65,7 +62,20 @@ def check_vm(scenario: Scenario, where: str) -> None:
 def _check_qdisc_name(scenario: Scenario, where: str) -> None:
     qdiscs = [name for name, _, _ in qdisc_table()]
     if scenario.bottleneck.qdisc not in qdiscs:
-        raise ScenarioError(f"{where}: field `bottleneck.qdisc`: no queue discipline {scenario.bottleneck.qdisc!r}; known: {', '.join(qdiscs)} (`fairlab list qdiscs`)")
+        raise _unknown_name(f"{where}: field `bottleneck.qdisc`: no queue discipline", scenario.bottleneck.qdisc, qdiscs, "qdiscs")
+
+
+def _unknown_name(refusal: str, name: str, known: list[str], listing: str) -> ScenarioError:
+    """The error for a name a table lacks (a flow's `cca`, the bottleneck's `qdisc`):
+    ``refusal`` then the name, the closest known name when one is close (a typo reads
+    as a typo, not as a missing feature), and every known name sorted, so the list is
+    searchable by eye whatever order the engine's table keeps; ``listing`` is the
+    `fairlab list` table that describes them."""
+    # The tables spell names with underscores (fq_codel, as tc does); a hyphen or
+    # capitals are the likeliest slips, so they are undone before comparing.
+    close = difflib.get_close_matches(name.lower().replace("-", "_"), known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return ScenarioError(f"{refusal} {name!r}{hint}; known: {', '.join(sorted(known))} (`fairlab list {listing}`)")
 
 
 def _engine_check(scenario: Scenario, resolved: dict, where: str) -> None:

@@ -24,10 +24,9 @@ from ..analysis import analyze
 from ..ingest import load as ingest_load
 from ..metrics.nru import classify_case, format_tuple
 from ..metrics.stats import RunStats, run_stats
-from ..report.labels import condition_label
 from ..scenario import Scenario
 from ..trace import Trace
-from .plan import CALIBRATION, CRN_KEY, MAIN, SOLO, Campaign, expand
+from .plan import CALIBRATION, CRN_KEY, MAIN, SOLO, Campaign, condition_label, expand
 from .run_numbers import RunNumbers, from_summary
 from .store import Store, manifest_crn
 from .stored_run import StoredRun

@@ -42,7 +42,7 @@ from typing import Any
 
 from .. import __version__
 from ..backends.checks import check_bottleneck, check_simulatable, check_vm
-from ..scenario import Scenario, ScenarioError, read_toml
+from ..scenario import Scenario, ScenarioError, protocol, read_toml
 
 _INDEX = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(\[(?P<idx>\*|\d+)\])?$")
 
@@ -158,7 +158,7 @@ def run_key(resolved: dict[str, Any], seed: int, backend: str) -> str:
 
         doc["kernel"] = vm_kernel_identity()
         doc["vm_format"] = VM_FORMAT_VERSION
-        if any(f.get("cca") == "ccid2" for f in resolved.get("flows", [])):
+        if any(protocol(f.get("cca")) == "DCCP" for f in resolved.get("flows", [])):
             doc["dccpgen"] = vm_dccpgen_identity()
     return hashlib.sha256(canonical_json(doc).encode()).hexdigest()[:24]
 
@@ -249,8 +249,54 @@ def format_sweep_value(v: Any) -> str:
     return str(v)
 
 
-def _label(point: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={format_sweep_value(v)}" for k, v in point.items()) or "base"
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return str(v).lower()
+    return str(v)
+
+
+#: Paths that name one thing of the whole scenario, read by their name ("RTT 50ms"
+#: rather than "flows[*].rtt=50ms"); a path of one flow keeps its index, so two
+#: flows' settings never read alike.
+_READABLE = {
+    "flows[*].rtt": "RTT",
+    "flows[*].cca": "every flow",
+    "bottleneck.rate": "rate",
+    "bottleneck.buffer": "buffer",
+    "bottleneck.qdisc": "qdisc",
+}
+
+
+def assignment_text(key: str, value: Any) -> str:
+    """One sweep assignment: a grouped value by its label (or, unlabelled, by every
+    scalar path=value it sets), a whole-scenario path by its name, any other
+    scenario path as path=value."""
+    if is_grouped_axis(key):
+        if isinstance(value, dict):
+            if "label" in value:
+                return str(value["label"])
+            parts = [f"{p}={_value(x)}" for p, x in value.items() if isinstance(x, (str, int, float))]
+            return ", ".join(parts) or key
+        return f"{key}={_value(value)}"
+    if key in _READABLE:
+        return f"{_READABLE[key]} {_value(value)}"
+    return f"{key}={_value(value)}"
+
+
+def condition_label(point: dict[str, Any], *, leave_out: str | tuple[str | None, ...] | None = None) -> str:
+    """A sweep point as text, optionally without the axis (or axes) ``leave_out`` (the
+    x-axis of a figure, the columns of a table, the axis that splits panels); "all"
+    when nothing is left.
+
+    The one name of a condition: the plan's tasks carry it (`fairlab plan`, failed-run
+    lines, errors about the condition, the catalog's `label`) and the report's tables,
+    legends and panel titles print it, so a condition reads the same wherever it is
+    met. Every assignment keeps its flow's index, so two flows' controls stay two
+    different things ("flows[0].cca=reno; flows[1].cca=cubic", never "cca=reno;
+    cca=cubic")."""
+    skip = set(leave_out) if isinstance(leave_out, tuple) else {leave_out}
+    parts = [assignment_text(k, v) for k, v in point.items() if k not in skip]
+    return "; ".join(parts) if parts else ("base scenario" if not point else "all")
 
 
 def apply_point(doc: dict[str, Any], point: dict[str, Any], *, source: str) -> dict[str, Any]:
@@ -356,7 +402,7 @@ def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "s
             return added[memo]
         # A plain scenario's one condition (labelled as the empty sweep point is)
         # needs no name in an error.
-        where = source if label == _label({}) else f"{source} [{label}]"
+        where = source if label == condition_label({}) else f"{source} [{label}]"
         model = Scenario.from_dict(d, source=where)
         if check and backend == "sim":
             check_simulatable(model, where)
@@ -380,7 +426,7 @@ def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "s
 
     for point in _points(sweep, mode, source):
         d = apply_point(doc, point, source=source)
-        label = _label(point)
+        label = condition_label(point)
         main, _, model = add(MAIN, d, point, label)
         links: dict[str, dict[Any, list[str]]] = camp.links.setdefault(main, {"calibration": {}, "solo": {}})
         if model.analysis.nru and not model.analysis.calibration_files:

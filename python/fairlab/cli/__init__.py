@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from importlib import import_module
+from typing import Any
 
 import typer
 
@@ -66,6 +67,24 @@ def build_app(only: str | None = None) -> typer.Typer:
     return app
 
 
+def flags_show_no_value_type(cmd: Any) -> None:
+    """Blank the value-type column of every flag in ``cmd``'s help and its subcommands'.
+
+    Rich help prints, beside each option, the type of the value it takes; typer (0.29)
+    prints one for flags too, which take none: "--json <bool>", "--help <bool>" read
+    as if `--json true` were the syntax. An explicit empty metavar is what that column
+    shows instead. Only flags change (options that take a value keep "<int>", "<path>"
+    ...), and only their help: parsing does not read the metavar."""
+    # The help option is made on demand and kept (click's `get_help_option`); making
+    # it here, with the names a fresh context has, is the one the help then lists.
+    help_option = cmd.get_help_option(cmd.context_class(cmd))
+    for param in [*cmd.params, help_option]:
+        if param is not None and getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    for sub in (getattr(cmd, "commands", None) or {}).values():
+        flags_show_no_value_type(sub)
+
+
 def __getattr__(name: str):  # type: ignore[no-untyped-def]
     # `fairlab.cli.app`, the whole app (tests, `typer.testing.CliRunner`), built on
     # first use so importing this package stays cheap.
@@ -82,11 +101,12 @@ def main(argv: list[str] | None = None) -> None:
     try:
         from .multi_value import refuse_values_after_repeatable_option
 
-        app = build_app(only)
-        refuse_values_after_repeatable_option(typer.main.get_command(app), args)
+        cli = typer.main.get_command(build_app(only))
+        flags_show_no_value_type(cli)
+        refuse_values_after_repeatable_option(cli, args)
         # prog_name: `python -m fairlab` would otherwise call itself __main__.py in
         # help and in the shell-completion variable (_FAIRLAB_COMPLETE).
-        app(args=args, prog_name="fairlab", standalone_mode=True)
+        cli(args=args, prog_name="fairlab", standalone_mode=True)
     except SystemExit as exc:
         # typer reports every KeyboardInterrupt as exit 130; a SIGTERM is 143.
         from ..interrupts import last_signal

@@ -9,6 +9,7 @@ from ..analysis import Analysis
 from ..metrics._common import fmt_num
 from ..report.citations import cite
 from ..report.format import fmt_rate, fmt_rate_pm, rate_unit  # noqa: F401  (the one SI formatter; compare_cmd imports them from here)
+from ..scenario import protocol
 from ..trace import Trace
 from .common import console
 
@@ -74,7 +75,7 @@ def print_analysis(trace: Trace, a: Analysis, inputs: list[str]) -> None:
             fmt_rate(f.mean_bps),
             str(f.samples),
             # DCCP never retransmits: a 0 there would read as "no loss".
-            "—" if f.retransmits is None or f.cca == "ccid2" else str(f.retransmits),
+            "—" if f.retransmits is None or protocol(f.cca) == "DCCP" else str(f.retransmits),
             "—" if f.mean_srtt_s is None else f"{f.mean_srtt_s * 1e3:.1f} ms",
         ]
     _add_flow_rows(t, len(a.flows), flow_row)

@@ -5,8 +5,9 @@
 - `summary_figures`: one number per campaign condition against the swept quantity;
 - `campaign_report`: `fairlab report` (report.md, report.html, figures/);
 - `style`: the one figure style and `save_figure` (PNG 300 dpi, PDF, SVG);
-- `format`, `labels`, `citations`, `setup`: the text a reader sees (SI units, sweep
-  labels with flow identity, papers by author and year, the set-up tables);
+- `format`, `citations`, `setup`: the text a reader sees (SI units, papers by author
+  and year, the set-up tables); a condition's name is `campaign.plan.condition_label`,
+  the one the plan's tasks carry;
 - `notebook`, `templating`: Jupyter displays and the Jinja2 templates.
 
 Nothing here changes matplotlib's global state or imports pyplot.

@@ -24,12 +24,11 @@ import numpy as np
 from .. import __version__
 from ..analysis import analyze
 from ..campaign.aggregate import LOW_UTILISATION, ConditionResult, aggregate, campaign_of, fmt_stat
-from ..campaign.plan import CALIBRATION, MAIN, SOLO
+from ..campaign.plan import CALIBRATION, MAIN, SOLO, condition_label
 from ..campaign.store import Store, StoreError
 from ..metrics.jain import jain_over_time
 from .citations import cite, references
 from .format import fmt_num, fmt_pct, fmt_rate, fmt_rate_pm, fmt_seconds, rate_unit
-from .labels import condition_label
 from matplotlib.figure import Figure
 
 from .plots import goodput_above_link_note, plot_distributions, plot_run
@@ -242,6 +241,13 @@ def _img_width(path: Path) -> int:
         return round(im.width / dpi * 120)
 
 
+#: Why a stored run can be none of the plan's: a run's key hashes its resolved
+#: scenario, backend, fairlab version and engine build (or kernel), so runs made
+#: before any of them changed stay in the store under other keys. The report reads
+#: only the plan's runs and counts the others apart.
+_OTHER_ADDRESS = "another engine build, fairlab version or scenario"
+
+
 def write_report(
     root: str | Path,
     *,
@@ -267,13 +273,11 @@ def write_report(
     camp = campaign_of(store)
     say("reading and analysing the runs")
     results = aggregate(store, camp)
+    stored = store.done_keys()
+    planned = {t.key for t in camp.tasks}
+    unused = len(stored - planned)
     if not results or all(not r.runs for r in results):
-        stored = len(store.done_keys())
-        other = (
-            f" {stored} stored run(s) were made by another engine build, fairlab version or scenario, so they have other content addresses;"
-            if stored
-            else ""
-        )
+        other = f" {unused} stored run(s) were made by {_OTHER_ADDRESS}, so they have other content addresses;" if unused else ""
         raise StoreError(f"{store.root}: none of this campaign's runs has finished;{other} run the campaign (fairlab run / reproduce) to compute them")
     done = [r for r in results if r.runs]
     axis = choose_axis(camp.sweep)
@@ -317,7 +321,9 @@ def write_report(
     failures = store.failures()
     facts = [
         f"campaign: {camp.name} (from {manifest.get('source')}), backend {camp.backend}, fairlab {__version__}",
-        f"{len(camp.conditions)} conditions; {camp.count(MAIN)} main runs, {camp.count(CALIBRATION)} calibration runs, {camp.count(SOLO)} solo runs; {len(store.done_keys())} finished, {len(failures)} failed",
+        f"{len(camp.conditions)} conditions; {camp.count(MAIN)} main runs, {camp.count(CALIBRATION)} calibration runs, {camp.count(SOLO)} solo runs; "
+        f"{len(stored & planned)} finished" + (f" ({unused} more in the store, made by {_OTHER_ADDRESS}, not used)" if unused else "")
+        + f", {len(failures)} failed",
         f"report written {time.strftime('%Y-%m-%d %H:%M')}",
     ]
     warnings = []

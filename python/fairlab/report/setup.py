@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from ..campaign.aggregate import ConditionResult
+from ..campaign.plan import condition_label
 from ..scenario import HEADER_BYTES, Scenario
 from .format import fmt_bytes, fmt_num, fmt_pct, fmt_rate, fmt_seconds
-from .labels import condition_label
 
 #: flows beyond this many are summarised (counts per cca, RTT and start ranges)
 FLOW_LIST_LIMIT = 6

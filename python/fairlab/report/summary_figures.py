@@ -22,10 +22,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from ..campaign.aggregate import ConditionResult
-from ..campaign.plan import format_sweep_value, is_grouped_axis
+from ..campaign.plan import condition_label, format_sweep_value, is_grouped_axis
 from ..metrics.stats import RunStats
 from ..scenario import units
-from .labels import condition_label
 from .style import COLOURS, SERIES_LIMIT, fairlab_style, rate_axis, series_style
 
 

@@ -1,6 +1,17 @@
 """Scenario files: schema, units and resolution for the backends (docs/scenario-format.md)."""
 
-from .model import HEADER_BYTES, AnalysisSettings, Bottleneck, Flow, Scenario, ScenarioError, Variation, load_scenario, read_toml
+from .model import (
+    HEADER_BYTES,
+    AnalysisSettings,
+    Bottleneck,
+    Flow,
+    Scenario,
+    ScenarioError,
+    Variation,
+    load_scenario,
+    protocol,
+    read_toml,
+)
 from .units import UnitError, parse_buffer, parse_duration, parse_rate, parse_size
 
 __all__ = [
@@ -13,6 +24,7 @@ __all__ = [
     "UnitError",
     "Variation",
     "load_scenario",
+    "protocol",
     "read_toml",
     "parse_buffer",
     "parse_duration",

@@ -21,6 +21,21 @@ from . import units
 #: timestamp option, as Linux sends by default (so MSS 1448 ⇒ 1500-byte packets).
 HEADER_BYTES = 52
 
+#: The `cca` names that are DCCP congestion-control IDs (RFC 4340 §10) rather than
+#: TCP controllers: a flow naming one runs DCCP, which changes what its numbers mean
+#: (no retransmissions) and what runs it (fairlab-dccpgen on the vm backend). A new
+#: CCID is added here, and everything that asks `protocol` follows.
+DCCP_CCIDS = frozenset({"ccid2"})
+
+
+def protocol(cca: str | None) -> str | None:
+    """The transport protocol a flow with congestion control ``cca`` runs: "DCCP"
+    for a DCCP CCID, "TCP" for any other name, None when the control is unknown (a
+    recording that does not name it, a UDP stream)."""
+    if cca is None:
+        return None
+    return "DCCP" if cca in DCCP_CCIDS else "TCP"
+
 
 class ScenarioError(ValueError):
     """A scenario file is wrong; the message names the file, field and allowed values."""

@@ -320,6 +320,28 @@ def test_every_shipped_cell_has_all_its_kernel_seeds():
     assert (seeds >= grid.SEEDS).all(), seeds[seeds < grid.SEEDS].to_dict()
 
 
+def test_the_kernel_side_covers_every_cell_the_kernel_can_run():
+    """The shipped kernel data is the whole grid but for the cells the kernel cannot
+    measure, each of which says why (and is a cell of the grid)."""
+    full = {c.id for c in grid.cells("full")}
+    shipped = set(pd.read_csv(committed_vm_results())["cell"])
+    assert set(grid.KERNEL_CANNOT_RUN) <= full
+    assert all(len(why) > 40 for why in grid.KERNEL_CANNOT_RUN.values())
+    assert sorted(full - shipped - set(grid.KERNEL_CANNOT_RUN)) == []
+    assert not shipped & set(grid.KERNEL_CANNOT_RUN)
+
+
+def test_a_cell_the_kernel_cannot_run_is_refused_with_the_reason_before_any_guest_boots(tmp_path):
+    from cli_helpers import fairlab
+
+    (cell, why), = grid.KERNEL_CANNOT_RUN.items()
+    r = fairlab("validate", "--backend", "vm", "--cell", cell, "--out", tmp_path / "o")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    said = " ".join(r.stderr.split())
+    assert f"cell {cell} is not run on the kernel" in said and "RED under htb" in said
+    assert "run them with --backend sim" in said and not (tmp_path / "o" / "vm").exists()
+
+
 def test_shipped_seeds_are_read_exactly():
     """Seeds above 2^53 survive reading (a float column would round them, and then
     recorded runs would not be recognised and would run again)."""

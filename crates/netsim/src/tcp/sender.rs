@@ -1506,8 +1506,9 @@ impl TcpSender {
         self.check_pending();
         #[cfg(test)]
         let expect = self.rack_lost_by_sequence(now);
-        let reo_wnd = self.rack_reo_wnd();
-        let budget = self.rack.rtt + reo_wnd;
+        // RACK.rtt + reo_wnd, computed at the first candidate (an ACK in order
+        // usually has none); nothing below changes what it reads.
+        let mut budget = None;
         let mut wait = SimDuration::ZERO;
         let mut marked = 0;
         #[cfg(test)]
@@ -1542,6 +1543,7 @@ impl TcpSender {
                 if !Rack::sent_after(self.rack.xmit, self.rack.end, sent, idx + 1) {
                     break;
                 }
+                let budget = *budget.get_or_insert_with(|| self.rack.rtt + self.rack_reo_wnd());
                 let elapsed = now.saturating_since(sent);
                 if elapsed >= budget {
                     self.rack_mark_lost(idx);
@@ -1577,6 +1579,7 @@ impl TcpSender {
                 continue;
             }
             if idx < end && Rack::sent_after(self.rack.xmit, self.rack.end, sent, idx + 1) {
+                let budget = *budget.get_or_insert_with(|| self.rack.rtt + self.rack_reo_wnd());
                 let elapsed = now.saturating_since(sent);
                 if elapsed >= budget {
                     self.rack_mark_lost(idx);
@@ -1590,7 +1593,9 @@ impl TcpSender {
             self.tsorted[kept] = (sent, idx);
             kept += 1;
         }
-        self.tsorted.drain(kept..i);
+        if kept < i {
+            self.tsorted.drain(kept..i);
+        }
         self.rack.reo_deadline = if wait > SimDuration::ZERO { now + wait } else { SimTime::MAX };
         #[cfg(test)]
         {

@@ -251,7 +251,7 @@ impl<Q> Accounted<Q> {
     }
 
     /// Offer a packet; see [`Qdisc::enqueue`].
-    #[inline]
+    #[inline(always)]
     pub fn enqueue<P: Packet>(
         &mut self,
         now: SimTime,

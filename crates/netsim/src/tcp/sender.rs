@@ -670,17 +670,15 @@ impl TcpSender {
                 break;
             }
             // NextSeg (RFC 6675 §4): (1) a lost segment not yet retransmitted
-            // (unless F-RTO step 2b wants new data first),
-            if self.frto_send_new && self.can_send_new(now) {
-                self.transmit(now, self.snd_nxt, false, out);
-                continue;
-            }
-            if let Some(idx) = self.next_lost() {
-                self.transmit(now, idx, true, out);
-                continue;
-            }
-            // (2) otherwise new data, if the application and rwnd allow.
-            if self.can_send_new(now) {
+            // (unless F-RTO step 2b wants new data first), chosen here and sent
+            // from one call site below, where `transmit` is inlined (the send
+            // loop sends nearly every packet).
+            let (idx, retrans) = if self.frto_send_new && self.can_send_new(now) {
+                (self.snd_nxt, false)
+            } else if let Some(idx) = self.next_lost() {
+                (idx, true)
+            } else if self.can_send_new(now) {
+                // (2) otherwise new data, if the application and rwnd allow.
                 if tso_left == 0 && self.cfg.tso_defer && !paced {
                     if self.snd_nxt >= self.skb_end {
                         let mss = self.cfg.mss as u64;
@@ -699,21 +697,28 @@ impl TcpSender {
                     }
                 }
                 tso_left = tso_left.saturating_sub(1);
-                self.transmit(now, self.snd_nxt, false, out);
-                continue;
-            }
-            self.cwnd_limited = false;
-            // tcp_rate_check_app_limited: the application, not cwnd, limits us. Only
-            // the application: Linux marks a sample app-limited when the socket holds
-            // less than one MSS of unsent data, which a bulk sender stalled by the
-            // peer's receive window never does (its data waits in the send buffer).
-            // Marking rwnd stalls app-limited kept BBR in STARTUP forever (its
-            // full-pipe check skips app-limited rounds): 8,500 retransmissions in
-            // 20 s for one flow with a 2.5 MB window.
-            if self.lost_pending == 0 && !self.has_application_data(now) {
-                self.app_limited_until = (self.delivered + self.pipe_bytes()).max(1);
-            }
-            break;
+                (self.snd_nxt, false)
+            } else {
+                self.send_stalled(now);
+                break;
+            };
+            self.transmit_inline(now, idx, retrans, out);
+        }
+    }
+
+    /// The send loop found nothing to send although the window allows it.
+    #[inline]
+    fn send_stalled(&mut self, now: SimTime) {
+        self.cwnd_limited = false;
+        // tcp_rate_check_app_limited: the application, not cwnd, limits us. Only
+        // the application: Linux marks a sample app-limited when the socket holds
+        // less than one MSS of unsent data, which a bulk sender stalled by the
+        // peer's receive window never does (its data waits in the send buffer).
+        // Marking rwnd stalls app-limited kept BBR in STARTUP forever (its
+        // full-pipe check skips app-limited rounds): 8,500 retransmissions in
+        // 20 s for one flow with a 2.5 MB window.
+        if self.lost_pending == 0 && !self.has_application_data(now) {
+            self.app_limited_until = (self.delivered + self.pipe_bytes()).max(1);
         }
     }
 
@@ -769,6 +774,12 @@ impl TcpSender {
     }
 
     fn transmit(&mut self, now: SimTime, idx: u64, retrans: bool, out: &mut Vec<Pkt>) {
+        self.transmit_inline(now, idx, retrans, out);
+    }
+
+    /// [`Self::transmit`], inlined into the send loop.
+    #[inline(always)]
+    fn transmit_inline(&mut self, now: SimTime, idx: u64, retrans: bool, out: &mut Vec<Pkt>) {
         let len = self.seg_len(idx);
         // tcp_rate_skb_sent: a new send phase starts when nothing is outstanding.
         if self.snd_nxt == self.snd_una {

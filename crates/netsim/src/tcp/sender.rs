@@ -1512,7 +1512,29 @@ impl TcpSender {
     /// before RACK.xmit_ts and outstanding for longer than RACK.rtt + reo_wnd is
     /// lost, retransmissions included; the others arm the reordering timer for
     /// when they would be. Returns the number newly marked.
+    ///
+    /// Inline, the case of nearly every ACK in order: nothing lost or
+    /// retransmitted is outstanding (no time-ordered list) and the newest
+    /// segment delivered lies below `snd_una`, so there is no candidate and no
+    /// timer; the scan itself stays out of line.
+    #[inline]
     fn rack_detect_loss(&mut self, now: SimTime) -> u64 {
+        let end = self.rack.end.max(self.high_rxt).min(self.snd_nxt);
+        if !self.tsorted_on && self.lost_out == 0 && self.high_rxt <= self.snd_una && end <= self.snd_una {
+            #[cfg(test)]
+            {
+                self.check_pending();
+                assert_eq!(self.rack_lost_by_sequence(now), (Vec::new(), SimTime::MAX), "RACK fast path");
+            }
+            self.rack.reo_deadline = SimTime::MAX;
+            return 0;
+        }
+        self.rack_scan(now)
+    }
+
+    /// [`Self::rack_detect_loss`]'s scan.
+    #[inline(never)]
+    fn rack_scan(&mut self, now: SimTime) -> u64 {
         #[cfg(test)]
         self.check_pending();
         #[cfg(test)]

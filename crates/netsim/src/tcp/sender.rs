@@ -626,6 +626,7 @@ impl TcpSender {
     }
 
     /// Send what the window, the receiver window, pacing and the application allow.
+    #[inline(always)]
     pub(crate) fn try_send(&mut self, now: SimTime, out: &mut Vec<Pkt>) {
         if !self.started || self.finished() {
             return;
@@ -645,6 +646,7 @@ impl TcpSender {
         }
     }
 
+    #[inline(always)]
     fn send_loop(&mut self, now: SimTime, cwnd_segs: u64, out: &mut Vec<Pkt>) {
         // Segments of the current GSO skb still to go: a paced sender checks the
         // pacing clock once per skb, not per segment (Linux `tcp_write_xmit` tests

@@ -832,8 +832,7 @@ impl TcpSender {
             p.out += 1;
         }
         out.push(self.packet(now, idx, flags));
-        self.cc.on_packet_sent(now, len as u64, self.pipe_bytes());
-        if let Some(rate) = self.cc.pacing_rate() {
+        if let Some(rate) = self.cc.on_packet_sent_pacing_rate(now, len as u64, self.pipe_bytes()) {
             if rate.as_bps() > 0 {
                 // Pace the payload, as Linux charges `skb->len` (no headers) against
                 // `sk_pacing_rate` (`tcp_update_skb_after_send`): BBR's rates are

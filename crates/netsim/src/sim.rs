@@ -707,7 +707,7 @@ impl Sim {
         self.tx_cache.1
     }
 
-    #[inline]
+    #[inline(always)]
     fn start_service(&mut self) {
         let now = self.now();
         let p = self.qdisc.dequeue(now, &mut self.qrng, &mut self.drop_scratch, &mut self.mark_scratch);
@@ -771,7 +771,7 @@ impl Sim {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn send_ack(&mut self, f: usize, ack: Ack) {
         let pi = self.acct[f].rev_pipe;
         let pipe = &mut self.rev[pi as usize];
@@ -871,7 +871,7 @@ impl Sim {
     }
 
     /// Move the packets the endpoint just emitted onto its access link.
-    #[inline]
+    #[inline(always)]
     fn dispatch(&mut self, f: usize) {
         if self.out.is_empty() {
             return;

@@ -641,7 +641,9 @@ impl Sim {
         } else {
             self.qdisc.enqueue(now, pkt, &mut self.qrng, &mut self.drop_scratch);
         }
-        self.account_drops();
+        if !self.drop_scratch.is_empty() {
+            self.account_drops();
+        }
         if self.in_service.is_none() {
             self.start_service();
         }

@@ -251,6 +251,7 @@ impl<Q> Accounted<Q> {
     }
 
     /// Offer a packet; see [`Qdisc::enqueue`].
+    #[inline(always)]
     pub fn enqueue<P: Packet>(
         &mut self,
         now: SimTime,
@@ -279,6 +280,7 @@ impl<Q> Accounted<Q> {
     }
 
     /// Take the next packet; see [`Qdisc::dequeue`].
+    #[inline]
     pub fn dequeue<P: Packet>(
         &mut self,
         now: SimTime,

@@ -12,20 +12,50 @@ pub(crate) const MIN_RTO: SimDuration = SimDuration::from_millis(200);
 /// Maximum RTO, 120 s as Linux `TCP_RTO_MAX` (RFC 6298 (2.5): at least 60 s).
 pub(crate) const MAX_RTO: SimDuration = SimDuration::from_secs(120);
 
-/// SRTT / RTTVAR / RTO with exponential backoff.
+/// Bits of [`RttEstimator::rto_backoff`] below the backoff count: the RTO in
+/// nanoseconds is at most [`MAX_RTO`] (< 2^37).
+const RTO_BITS: u32 = 56;
+const _: () = assert!(MAX_RTO.as_nanos() < 1 << RTO_BITS);
+
+/// SRTT / RTTVAR / RTO with exponential backoff. 32 bytes (part of every TCP
+/// flow's hot state).
 #[derive(Clone, Debug)]
 pub(crate) struct RttEstimator {
+    /// 0 before the first sample, at least 1 ns after (samples are at least
+    /// 1 ns, and the average of values ≥ 1 rounds down to ≥ 1): "has a sample".
     srtt: u64,
     rttvar: u64,
     min_rtt: u64,
-    has_sample: bool,
-    /// Number of RTO doublings in force (RFC 6298 (5.5)); cleared by a valid sample.
-    backoff: u32,
+    /// The RTO in force ([`Self::rto`]), in ns, in the low [`RTO_BITS`] bits, and
+    /// above them the number of RTO doublings in force (RFC 6298 (5.5); at most
+    /// 40, cleared by a valid sample). Kept up to date by every change: the
+    /// senders read the RTO two or three times per ACK, and it changes only with
+    /// a sample or a backoff.
+    rto_backoff: u64,
 }
 
 impl RttEstimator {
     pub fn new() -> Self {
-        RttEstimator { srtt: 0, rttvar: 0, min_rtt: u64::MAX, has_sample: false, backoff: 0 }
+        let mut e = RttEstimator { srtt: 0, rttvar: 0, min_rtt: u64::MAX, rto_backoff: 0 };
+        e.set_backoff(0);
+        e
+    }
+
+    #[inline]
+    fn has_sample(&self) -> bool {
+        self.srtt != 0
+    }
+
+    #[inline]
+    fn backoff(&self) -> u32 {
+        (self.rto_backoff >> RTO_BITS) as u32
+    }
+
+    /// Set the backoff count and recompute the RTO it gives.
+    #[inline]
+    fn set_backoff(&mut self, backoff: u32) {
+        let rto = self.compute_rto(backoff).as_nanos();
+        self.rto_backoff = u64::from(backoff) << RTO_BITS | rto;
     }
 
     /// Feed a valid sample (Karn's rule already applied by the caller,
@@ -43,11 +73,10 @@ impl RttEstimator {
     #[inline]
     pub fn sample_two(&mut self, r: SimDuration, newest: SimDuration) {
         let r = r.as_nanos().max(1);
-        if !self.has_sample {
+        if !self.has_sample() {
             // RFC 6298 (2.2): SRTT <- R, RTTVAR <- R/2.
             self.srtt = r;
             self.rttvar = r / 2;
-            self.has_sample = true;
         } else {
             // RFC 6298 (2.3): alpha = 1/8, beta = 1/4.
             let err = self.srtt.abs_diff(r);
@@ -55,7 +84,8 @@ impl RttEstimator {
             self.srtt = (7 * self.srtt + r) / 8;
         }
         self.min_rtt = self.min_rtt.min(newest.as_nanos().max(1));
-        self.backoff = 0;
+        debug_assert!(self.has_sample());
+        self.set_backoff(0);
     }
 
     /// Smoothed RTT (zero before the first sample).
@@ -71,7 +101,7 @@ impl RttEstimator {
     /// Lowest sample seen (zero before the first).
     #[inline]
     pub fn min_rtt(&self) -> SimDuration {
-        SimDuration::from_nanos(if self.has_sample { self.min_rtt } else { 0 })
+        SimDuration::from_nanos(if self.has_sample() { self.min_rtt } else { 0 })
     }
 
     /// The RTO without backoff: RFC 6298 (2.3) `SRTT + max(G, K*RTTVAR)` with K = 4,
@@ -79,7 +109,7 @@ impl RttEstimator {
     /// [`MAX_RTO`]; [`INITIAL_RTO`] before the first sample.
     #[inline]
     pub fn base_rto(&self) -> SimDuration {
-        if !self.has_sample {
+        if !self.has_sample() {
             return INITIAL_RTO;
         }
         let var = (4 * self.rttvar).max(MIN_RTO.as_nanos());
@@ -89,14 +119,22 @@ impl RttEstimator {
     /// The RTO in force, with backoff (RFC 6298 (5.5)), at most [`MAX_RTO`].
     #[inline]
     pub fn rto(&self) -> SimDuration {
+        let rto = SimDuration::from_nanos(self.rto_backoff & ((1 << RTO_BITS) - 1));
+        debug_assert_eq!(rto, self.compute_rto(self.backoff()));
+        rto
+    }
+
+    /// [`Self::rto`] from the estimator's state, with `backoff` doublings.
+    #[inline]
+    fn compute_rto(&self, backoff: u32) -> SimDuration {
         let b = self.base_rto().as_nanos();
-        let shifted = if self.backoff >= 40 { u64::MAX } else { b.saturating_mul(1u64 << self.backoff) };
+        let shifted = if backoff >= 40 { u64::MAX } else { b.saturating_mul(1u64 << backoff) };
         SimDuration::from_nanos(shifted.min(MAX_RTO.as_nanos()))
     }
 
     /// The timer expired: double the RTO (RFC 6298 (5.5)).
     pub fn back_off(&mut self) {
-        self.backoff = (self.backoff + 1).min(40);
+        self.set_backoff((self.backoff() + 1).min(40));
     }
 }
 

@@ -197,6 +197,15 @@ pub trait CongestionControl: std::fmt::Debug {
         None
     }
 
+    /// [`Self::on_packet_sent`], then [`Self::pacing_rate`]: what the TCP sender
+    /// calls for every segment it sends, in one virtual call instead of two. Not
+    /// for overriding: the default is exactly the two calls in that order.
+    #[inline]
+    fn on_packet_sent_pacing_rate(&mut self, now: SimTime, bytes: u64, in_flight: u64) -> Option<Bandwidth> {
+        self.on_packet_sent(now, bytes, in_flight);
+        self.pacing_rate()
+    }
+
     /// Segments a paced sender releases back to back per pacing step: Linux builds
     /// every TCP skb as a GSO super-packet of `tcp_tso_segs` segments (TCP always
     /// uses GSO since Linux 4.19, offloads off only move the segmentation into

@@ -626,6 +626,7 @@ impl TcpSender {
     }
 
     /// Send what the window, the receiver window, pacing and the application allow.
+    #[inline(always)]
     pub(crate) fn try_send(&mut self, now: SimTime, out: &mut Vec<Pkt>) {
         if !self.started || self.finished() {
             return;
@@ -645,6 +646,7 @@ impl TcpSender {
         }
     }
 
+    #[inline(always)]
     fn send_loop(&mut self, now: SimTime, cwnd_segs: u64, out: &mut Vec<Pkt>) {
         // Segments of the current GSO skb still to go: a paced sender checks the
         // pacing clock once per skb, not per segment (Linux `tcp_write_xmit` tests
@@ -670,17 +672,15 @@ impl TcpSender {
                 break;
             }
             // NextSeg (RFC 6675 §4): (1) a lost segment not yet retransmitted
-            // (unless F-RTO step 2b wants new data first),
-            if self.frto_send_new && self.can_send_new(now) {
-                self.transmit(now, self.snd_nxt, false, out);
-                continue;
-            }
-            if let Some(idx) = self.next_lost() {
-                self.transmit(now, idx, true, out);
-                continue;
-            }
-            // (2) otherwise new data, if the application and rwnd allow.
-            if self.can_send_new(now) {
+            // (unless F-RTO step 2b wants new data first), chosen here and sent
+            // from one call site below, where `transmit` is inlined (the send
+            // loop sends nearly every packet).
+            let (idx, retrans) = if self.frto_send_new && self.can_send_new(now) {
+                (self.snd_nxt, false)
+            } else if let Some(idx) = self.next_lost() {
+                (idx, true)
+            } else if self.can_send_new(now) {
+                // (2) otherwise new data, if the application and rwnd allow.
                 if tso_left == 0 && self.cfg.tso_defer && !paced {
                     if self.snd_nxt >= self.skb_end {
                         let mss = self.cfg.mss as u64;
@@ -699,21 +699,28 @@ impl TcpSender {
                     }
                 }
                 tso_left = tso_left.saturating_sub(1);
-                self.transmit(now, self.snd_nxt, false, out);
-                continue;
-            }
-            self.cwnd_limited = false;
-            // tcp_rate_check_app_limited: the application, not cwnd, limits us. Only
-            // the application: Linux marks a sample app-limited when the socket holds
-            // less than one MSS of unsent data, which a bulk sender stalled by the
-            // peer's receive window never does (its data waits in the send buffer).
-            // Marking rwnd stalls app-limited kept BBR in STARTUP forever (its
-            // full-pipe check skips app-limited rounds): 8,500 retransmissions in
-            // 20 s for one flow with a 2.5 MB window.
-            if self.lost_pending == 0 && !self.has_application_data(now) {
-                self.app_limited_until = (self.delivered + self.pipe_bytes()).max(1);
-            }
-            break;
+                (self.snd_nxt, false)
+            } else {
+                self.send_stalled(now);
+                break;
+            };
+            self.transmit_inline(now, idx, retrans, out);
+        }
+    }
+
+    /// The send loop found nothing to send although the window allows it.
+    #[inline]
+    fn send_stalled(&mut self, now: SimTime) {
+        self.cwnd_limited = false;
+        // tcp_rate_check_app_limited: the application, not cwnd, limits us. Only
+        // the application: Linux marks a sample app-limited when the socket holds
+        // less than one MSS of unsent data, which a bulk sender stalled by the
+        // peer's receive window never does (its data waits in the send buffer).
+        // Marking rwnd stalls app-limited kept BBR in STARTUP forever (its
+        // full-pipe check skips app-limited rounds): 8,500 retransmissions in
+        // 20 s for one flow with a 2.5 MB window.
+        if self.lost_pending == 0 && !self.has_application_data(now) {
+            self.app_limited_until = (self.delivered + self.pipe_bytes()).max(1);
         }
     }
 
@@ -769,6 +776,12 @@ impl TcpSender {
     }
 
     fn transmit(&mut self, now: SimTime, idx: u64, retrans: bool, out: &mut Vec<Pkt>) {
+        self.transmit_inline(now, idx, retrans, out);
+    }
+
+    /// [`Self::transmit`], inlined into the send loop.
+    #[inline(always)]
+    fn transmit_inline(&mut self, now: SimTime, idx: u64, retrans: bool, out: &mut Vec<Pkt>) {
         let len = self.seg_len(idx);
         // tcp_rate_skb_sent: a new send phase starts when nothing is outstanding.
         if self.snd_nxt == self.snd_una {
@@ -819,8 +832,7 @@ impl TcpSender {
             p.out += 1;
         }
         out.push(self.packet(now, idx, flags));
-        self.cc.on_packet_sent(now, len as u64, self.pipe_bytes());
-        if let Some(rate) = self.cc.pacing_rate() {
+        if let Some(rate) = self.cc.on_packet_sent_pacing_rate(now, len as u64, self.pipe_bytes()) {
             if rate.as_bps() > 0 {
                 // Pace the payload, as Linux charges `skb->len` (no headers) against
                 // `sk_pacing_rate` (`tcp_update_skb_after_send`): BBR's rates are
@@ -1501,13 +1513,36 @@ impl TcpSender {
     /// before RACK.xmit_ts and outstanding for longer than RACK.rtt + reo_wnd is
     /// lost, retransmissions included; the others arm the reordering timer for
     /// when they would be. Returns the number newly marked.
+    ///
+    /// Inline, the case of nearly every ACK in order: nothing lost or
+    /// retransmitted is outstanding (no time-ordered list) and the newest
+    /// segment delivered lies below `snd_una`, so there is no candidate and no
+    /// timer; the scan itself stays out of line.
+    #[inline]
     fn rack_detect_loss(&mut self, now: SimTime) -> u64 {
+        let end = self.rack.end.max(self.high_rxt).min(self.snd_nxt);
+        if !self.tsorted_on && self.lost_out == 0 && self.high_rxt <= self.snd_una && end <= self.snd_una {
+            #[cfg(test)]
+            {
+                self.check_pending();
+                assert_eq!(self.rack_lost_by_sequence(now), (Vec::new(), SimTime::MAX), "RACK fast path");
+            }
+            self.rack.reo_deadline = SimTime::MAX;
+            return 0;
+        }
+        self.rack_scan(now)
+    }
+
+    /// [`Self::rack_detect_loss`]'s scan.
+    #[inline(never)]
+    fn rack_scan(&mut self, now: SimTime) -> u64 {
         #[cfg(test)]
         self.check_pending();
         #[cfg(test)]
         let expect = self.rack_lost_by_sequence(now);
-        let reo_wnd = self.rack_reo_wnd();
-        let budget = self.rack.rtt + reo_wnd;
+        // RACK.rtt + reo_wnd, computed at the first candidate (an ACK in order
+        // usually has none); nothing below changes what it reads.
+        let mut budget = None;
         let mut wait = SimDuration::ZERO;
         let mut marked = 0;
         #[cfg(test)]
@@ -1542,6 +1577,7 @@ impl TcpSender {
                 if !Rack::sent_after(self.rack.xmit, self.rack.end, sent, idx + 1) {
                     break;
                 }
+                let budget = *budget.get_or_insert_with(|| self.rack.rtt + self.rack_reo_wnd());
                 let elapsed = now.saturating_since(sent);
                 if elapsed >= budget {
                     self.rack_mark_lost(idx);
@@ -1577,6 +1613,7 @@ impl TcpSender {
                 continue;
             }
             if idx < end && Rack::sent_after(self.rack.xmit, self.rack.end, sent, idx + 1) {
+                let budget = *budget.get_or_insert_with(|| self.rack.rtt + self.rack_reo_wnd());
                 let elapsed = now.saturating_since(sent);
                 if elapsed >= budget {
                     self.rack_mark_lost(idx);
@@ -1590,7 +1627,9 @@ impl TcpSender {
             self.tsorted[kept] = (sent, idx);
             kept += 1;
         }
-        self.tsorted.drain(kept..i);
+        if kept < i {
+            self.tsorted.drain(kept..i);
+        }
         self.rack.reo_deadline = if wait > SimDuration::ZERO { now + wait } else { SimTime::MAX };
         #[cfg(test)]
         {

@@ -542,7 +542,9 @@ fn each_ack_takes_its_newly_lost_packets_off_cwnd() {
 fn burst(d: &mut Driver, gap: SimDuration, pkts: u64) {
     d.now += gap;
     let start = d.delivered;
-    d.ack_pkts(pkts, start, mbps(10), 125 * MSS, (125 - pkts) * MSS);
+    // In flight after the ACK: the 125-packet window less what it acknowledged,
+    // none once a burst ACKs more than the window held (not a wrapped u64).
+    d.ack_pkts(pkts, start, mbps(10), 125 * MSS, 125u64.saturating_sub(pkts) * MSS);
 }
 
 #[test]

@@ -364,6 +364,11 @@ def test_an_unknown_qdisc_is_refused_listing_every_one_the_vm_has():
         qdisc_args(_resolved("nosuch"))
     for q in ("droptail", "choke", "codel", "fq_codel", "pie", "red", "sfb", "cake"):
         assert q in str(e.value)
+    assert "did you mean" not in str(e.value)
+    # A typo of a name the kernel has is named as one.
+    for typo, meant in (("cak", "cake"), ("fq-codel", "fq_codel"), ("Red", "red")):
+        with pytest.raises(VmPlanError, match=f"'{typo}' \\(did you mean '{meant}'\\?\\)"):
+            qdisc_args(_resolved(typo))
 
 
 def test_offloads_are_off_unless_the_scenario_turns_them_on(vm_ready):

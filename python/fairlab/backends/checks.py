@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Iterable
 
 from ..scenario import Scenario, ScenarioError
 from .sim import cca_table, qdisc_table
@@ -71,11 +72,17 @@ def _unknown_name(refusal: str, name: str, known: list[str], listing: str) -> Sc
     as a typo, not as a missing feature), and every known name sorted, so the list is
     searchable by eye whatever order the engine's table keeps; ``listing`` is the
     `fairlab list` table that describes them."""
-    # The tables spell names with underscores (fq_codel, as tc does); a hyphen or
-    # capitals are the likeliest slips, so they are undone before comparing.
-    close = difflib.get_close_matches(name.lower().replace("-", "_"), known, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return ScenarioError(f"{refusal} {name!r}{hint}; known: {', '.join(sorted(known))} (`fairlab list {listing}`)")
+    return ScenarioError(f"{refusal} {name!r}{did_you_mean(name, known)}; known: {', '.join(sorted(known))} "
+                         f"(`fairlab list {listing}`)")
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the known name closest to ``name``, or nothing
+    when none is close. The tables spell names with underscores (fq_codel, as tc
+    does); a hyphen or capitals are the likeliest slips, so they are undone before
+    comparing."""
+    close = difflib.get_close_matches(name.lower().replace("-", "_"), list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _engine_check(scenario: Scenario, resolved: dict, where: str) -> None:

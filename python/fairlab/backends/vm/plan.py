@@ -194,7 +194,10 @@ def qdisc_args(resolved: dict[str, Any]) -> tuple[str, list[str]]:
                                   "plain value (letters, digits, `_.:-`)")
             args += [key, token]
         return q, args
-    raise VmPlanError(f"field `bottleneck.qdisc`: the vm backend has no queue discipline {q!r}; it has droptail, "
+    from ..checks import did_you_mean
+
+    raise VmPlanError(f"field `bottleneck.qdisc`: the vm backend has no queue discipline {q!r}"
+                      f"{did_you_mean(q, [*TRANSLATABLE, *KERNEL_ONLY, *NOT_IN_LINUX])}; it has droptail, "
                       f"{', '.join(q for q in sorted(TRANSLATABLE) if q != 'droptail')} and the kernel's "
                       f"{', '.join(sorted(KERNEL_ONLY))}")
 

@@ -92,6 +92,26 @@ def test_help_gives_flags_no_value_type(command):
         assert any(" --seed " in ln and "<int>" in ln for ln in r.stdout.splitlines())
 
 
+@pytest.mark.parametrize("command", [(), ("vm",)])
+def test_the_command_list_flows_each_summary_as_one_paragraph(command):
+    # Typer kept the docstrings' own line breaks in the command list, so a summary
+    # broke where its source wrapped ("… in a VM;" / "write the Trace …"). On a wide
+    # terminal each command's summary is now one line of the table.
+    from cli_helpers import FAIRLAB_CLI
+
+    r = subprocess.run([*FAIRLAB_CLI, *command, "--help"], capture_output=True, text=True,
+                       env={**os.environ, "COLUMNS": "240"})
+    assert r.returncode == 0, r.stderr
+    rows = [ln for ln in r.stdout.splitlines() if ln.startswith("│ ") and "  " in ln.strip("│ ")]
+    names = {(): ("run", "compare", "validate", "vm"), ("vm",): ("build", "doctor")}[command]
+    for name in names:
+        row = next(ln for ln in rows if ln.startswith(f"│ {name} "))
+        nxt = rows[rows.index(row) + 1] if rows.index(row) + 1 < len(rows) else "│ x"
+        assert not nxt.startswith("│  "), f"{name}'s summary continues on a second line:\n{row}\n{nxt}"
+    if command == ():
+        assert any("on a real kernel in a VM; write the Trace and print the analysis." in ln for ln in rows)
+
+
 def test_flags_still_parse_after_their_help_lost_the_value_type():
     r = cli("list", "ccas", "--json")
     assert r.returncode == 0 and json.loads(r.stdout)

@@ -85,6 +85,18 @@ def flags_show_no_value_type(cmd: Any) -> None:
         flags_show_no_value_type(sub)
 
 
+def summaries_flow(cmd: Any) -> None:
+    """Give each subcommand of ``cmd`` (recursively) a one-paragraph summary for the
+    command list of `fairlab --help`: its docstring's first paragraph with the
+    source's line breaks made spaces. Typer (0.29) keeps those breaks, so the list
+    read "… on a real kernel in a VM;" and then "write the Trace …" on a line of its
+    own, broken where the docstring happened to wrap, not where the terminal does."""
+    for sub in (getattr(cmd, "commands", None) or {}).values():
+        if sub.short_help is None and sub.help:
+            sub.short_help = " ".join(sub.help.split("\n\n")[0].split())
+        summaries_flow(sub)
+
+
 def __getattr__(name: str):  # type: ignore[no-untyped-def]
     # `fairlab.cli.app`, the whole app (tests, `typer.testing.CliRunner`), built on
     # first use so importing this package stays cheap.
@@ -103,6 +115,7 @@ def main(argv: list[str] | None = None) -> None:
 
         cli = typer.main.get_command(build_app(only))
         flags_show_no_value_type(cli)
+        summaries_flow(cli)
         refuse_values_after_repeatable_option(cli, args)
         # prog_name: `python -m fairlab` would otherwise call itself __main__.py in
         # help and in the shell-completion variable (_FAIRLAB_COMPLETE).

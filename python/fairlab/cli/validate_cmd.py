@@ -185,11 +185,14 @@ def validate(
     ids = {c.id for c in selected}
     sides = ("sim", "vm") if backend == "both" else (backend,)
     cannot = [c for c in selected if c.id in grid.KERNEL_CANNOT_RUN]
+    if cannot and len(cannot) == len(selected):
+        # Nothing to run on the kernel and nothing to hold the simulator against.
+        raise UsageError("the kernel cannot measure " + "; ".join(
+            f"cell {c.id}: {grid.KERNEL_CANNOT_RUN[c.id]}" for c in cannot)
+            + " — so the grid has no kernel side for it to run or to compare with")
     if "vm" in sides:
         for c in cannot:
             err_console.print(f"vm: cell {escape(c.id)} is not run on the kernel: {escape(grid.KERNEL_CANNOT_RUN[c.id])}")
-        if cannot and len(cannot) == len(selected):
-            raise UsageError("the kernel cannot measure the cell(s) asked for (above); run them with --backend sim")
     if backend == "sim":
         # Find the kernel's side before spending minutes on the simulator's.
         src = vm_data or committed_vm_results()

@@ -138,22 +138,6 @@ impl PartialOrd for Key {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
-    #[inline(always)]
-    fn lt(&self, other: &Self) -> bool {
-        self.wide() < other.wide()
-    }
-    #[inline(always)]
-    fn le(&self, other: &Self) -> bool {
-        self.wide() <= other.wide()
-    }
-    #[inline(always)]
-    fn gt(&self, other: &Self) -> bool {
-        self.wide() > other.wide()
-    }
-    #[inline(always)]
-    fn ge(&self, other: &Self) -> bool {
-        self.wide() >= other.wide()
-    }
 }
 
 /// A packet-event heap entry: [`Key`] in reverse order, because `BinaryHeap` is a
@@ -171,22 +155,6 @@ impl PartialOrd for Earliest {
     #[inline(always)]
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
-    }
-    #[inline(always)]
-    fn lt(&self, other: &Self) -> bool {
-        other.0 < self.0
-    }
-    #[inline(always)]
-    fn le(&self, other: &Self) -> bool {
-        other.0 <= self.0
-    }
-    #[inline(always)]
-    fn gt(&self, other: &Self) -> bool {
-        other.0 > self.0
-    }
-    #[inline(always)]
-    fn ge(&self, other: &Self) -> bool {
-        other.0 >= self.0
     }
 }
 

@@ -1520,8 +1520,7 @@ impl TcpSender {
     /// timer; the scan itself stays out of line.
     #[inline]
     fn rack_detect_loss(&mut self, now: SimTime) -> u64 {
-        let end = self.rack.end.max(self.high_rxt).min(self.snd_nxt);
-        if !self.tsorted_on && self.lost_out == 0 && self.high_rxt <= self.snd_una && end <= self.snd_una {
+        if !self.tsorted_on && !self.rack_needs_tsorted() && self.rack_candidates_end() <= self.snd_una {
             #[cfg(test)]
             {
                 self.check_pending();
@@ -1531,6 +1530,20 @@ impl TcpSender {
             return 0;
         }
         self.rack_scan(now)
+    }
+
+    /// The end of RACK's candidates: segments below the newest one delivered or
+    /// retransmitted (RFC 8985 §6.2 scans the outstanding data up to it).
+    #[inline]
+    fn rack_candidates_end(&self) -> u64 {
+        self.rack.end.max(self.high_rxt).min(self.snd_nxt)
+    }
+
+    /// Whether RACK needs its time-ordered list: something lost or retransmitted
+    /// is outstanding, so send order and sequence order can differ.
+    #[inline]
+    fn rack_needs_tsorted(&self) -> bool {
+        self.lost_out > 0 || self.high_rxt > self.snd_una
     }
 
     /// [`Self::rack_detect_loss`]'s scan.
@@ -1547,10 +1560,8 @@ impl TcpSender {
         let mut marked = 0;
         #[cfg(test)]
         let mut got = Vec::new();
-        // Only segments below `end` are candidates (RFC 8985 §6.2 scans the
-        // outstanding data up to the newest delivered segment or retransmission).
-        let end = self.rack.end.max(self.high_rxt).min(self.snd_nxt);
-        let needed = self.lost_out > 0 || self.high_rxt > self.snd_una;
+        let end = self.rack_candidates_end();
+        let needed = self.rack_needs_tsorted();
         if needed != self.tsorted_on {
             if needed {
                 self.rebuild_tsorted();
@@ -1660,7 +1671,7 @@ impl TcpSender {
         let budget = self.rack.rtt + self.rack_reo_wnd();
         let mut wait = SimDuration::ZERO;
         let mut lost = Vec::new();
-        let end = self.rack.end.max(self.high_rxt).min(self.snd_nxt);
+        let end = self.rack_candidates_end();
         for idx in self.snd_una..end {
             let seg = self.segs[(idx - self.snd_una) as usize];
             let f = seg.flags;

@@ -33,6 +33,24 @@ def test_buffers(text, parsed):
     assert parse_buffer(text) == parsed
 
 
+@pytest.mark.parametrize("bad", ["-5%bdp", "-10p", "-1MB", "- 2 pkts"])
+def test_a_negative_buffer_is_called_negative_in_the_file_and_field(bad):
+    # Each of these used to be called "not a buffer size", although its form is right.
+    doc = {"name": "x", "duration": "10s", "bottleneck": {"rate": "10Mbit", "buffer": bad}, "flows": [{"cca": "reno", "rtt": "10ms"}]}
+    with pytest.raises(ScenarioError) as err:
+        Scenario.from_dict(doc, source="s.toml")
+    assert str(err.value) == (f"s.toml: field `bottleneck.buffer`: {bad!r} is negative; a buffer must be larger than zero, "
+                              "written as a percentage of the BDP ('100%bdp'), a packet count ('1000p') or a size ('1.5MB', '64KiB')")
+
+
+@given(st.one_of(st.floats(max_value=-1e-3, min_value=-1e6, allow_nan=False).map(lambda x: f"{x!r}%bdp"),
+                 st.integers(max_value=-1, min_value=-10**12).map(lambda n: f"{n}p"),
+                 st.floats(max_value=-1e-3, min_value=-1e30, allow_nan=False).map(lambda x: f"{x!r}MB")))
+def test_every_negative_buffer_is_refused_as_negative(text):
+    with pytest.raises(UnitError, match=r" is negative; a buffer must be larger than zero, written as a percentage of the BDP"):
+        parse_buffer(text)
+
+
 @pytest.mark.parametrize("bad", ["100", "100 apples", "-5Mbit", "0Mbit", 100, True])
 def test_bad_rates_say_what_is_allowed(bad):
     with pytest.raises(UnitError, match="Mbit"):

@@ -87,6 +87,7 @@ def parse_duration(value: object) -> int:
 
 
 _SIZE_UNITS = {"B": 1, "KB": 10**3, "kB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+_SIZE = re.compile(_NUM + r"\s*(?P<unit>B|KB|kB|MB|GB|KiB|MiB|GiB)")
 
 
 def parse_size(value: object) -> int:
@@ -98,7 +99,7 @@ def parse_size(value: object) -> int:
             raise UnitError(f"{value} bytes is larger than any buffer or transfer (allowed: up to 2^53 bytes)")
         return value
     s = _text(value, SIZE_FORMS)
-    m = re.fullmatch(_NUM + r"\s*(?P<unit>B|KB|kB|MB|GB|KiB|MiB|GiB)", s)
+    m = _SIZE.fullmatch(s)
     if not m:
         raise UnitError(f"{s!r} is not a size; write {SIZE_FORMS}")
     n = float(m["num"]) * _SIZE_UNITS[m["unit"]]
@@ -107,10 +108,18 @@ def parse_size(value: object) -> int:
     return int(round(n))
 
 
+_BUFFER_BDP = re.compile(_NUM + r"\s*%\s*bdp", flags=re.IGNORECASE)
+_BUFFER_PACKETS = re.compile(r"(?P<num>[0-9]+)\s*(p|pkts?|packets?)")
+
+
 def parse_buffer(value: object) -> tuple[str, float]:
     """A buffer: ('bdp', fraction) | ('packets', n) | ('bytes', n)."""
     s = _text(value, BUFFER_FORMS)
-    m = re.fullmatch(_NUM + r"\s*%\s*bdp", s, flags=re.IGNORECASE)
+    # No form takes a sign, so '-5%bdp' would be called "not a buffer size" although
+    # its form is right; name the sign instead, as parse_duration does.
+    if s.startswith("-") and any(form.fullmatch(s[1:].lstrip()) for form in (_BUFFER_BDP, _BUFFER_PACKETS, _SIZE)):
+        raise UnitError(f"{s!r} is negative; a buffer must be larger than zero, written as {BUFFER_FORMS}")
+    m = _BUFFER_BDP.fullmatch(s)
     if m:
         pct = float(m["num"])
         if pct <= 0:
@@ -118,7 +127,7 @@ def parse_buffer(value: object) -> tuple[str, float]:
         if not pct <= 1e6:
             raise UnitError(f"{s!r}: allowed buffers are up to 1000000%bdp")
         return ("bdp", pct / 100.0)
-    m = re.fullmatch(r"(?P<num>[0-9]+)\s*(p|pkts?|packets?)", s)
+    m = _BUFFER_PACKETS.fullmatch(s)
     if m:
         n = int(m["num"])
         if n < 1:

@@ -59,8 +59,8 @@ def test_grouped_axis_assigns_several_paths_together():
 
 
 def test_a_task_names_its_condition_as_the_report_does():
-    # `fairlab plan`, failed-run lines and errors about a condition show the task's
-    # label; the report shows condition_label of the point. One text for both.
+    # `fairlab plan` and failed-run lines show the task's label; the report shows
+    # condition_label of the point. One text for both.
     c = expand(doc(runs=1, sweep={"flows[*].rtt": ["50ms"], "bottleneck.buffer": ["20%bdp"], "bottleneck.qdisc": ["red"],
                                   "flows[1].cca": ["bic"]}))
     assert [t.label for t in c.tasks] == ["RTT 50ms; buffer 20%bdp; qdisc red; flows[1].cca=bic"]
@@ -216,6 +216,29 @@ def test_plan_refuses_what_the_engine_would_refuse_naming_condition_and_field(sw
     assert msg.startswith("spec.toml [") and f"`{field}`" in msg, msg
     for w in words:
         assert w in msg, msg
+
+
+def test_an_error_in_an_unlabelled_group_names_its_axis():
+    """The prefix used to be the group's paths ("[flows[0].cca=renoo]"), which read as a
+    sweep key or a base-scenario field the file does not have; it names the axis as
+    the catalog's column does. A labelled group keeps its label; other axes are as
+    `fairlab plan` shows them."""
+    def refusal(sweep):
+        with pytest.raises(ScenarioError) as e:
+            expand(doc(runs=1, sweep=sweep), source="spec.toml")
+        return str(e.value)
+
+    assert refusal({"pair": [{"flows[0].cca": "renoo"}]}).startswith("spec.toml [pair=renoo]: field `flows[0].cca`: ")
+    assert refusal({"pair": [{"flows[0].cca": "reno", "flows[1].cca": "cubic"}], "flows[*].rtt": ["-5ms"]}).startswith(
+        "spec.toml [pair=reno/cubic; RTT -5ms]: field `flows[0].rtt`: ")
+    assert refusal({"pair": [{"label": "typo", "flows[0].cca": "renoo"}]}).startswith("spec.toml [typo]: ")
+    # The validation grid's `cell` axis, with a typo in one cell.
+    from fairlab.validation.grid import Cell, campaign_docs
+
+    (grid_doc,) = campaign_docs([Cell(("renoo", "reno"), 100, 1.0)], runs=1)
+    with pytest.raises(ScenarioError) as e:
+        expand(grid_doc, source="grid")
+    assert str(e.value).startswith("grid [cell=renoo/reno/100ms/100%bdp/droptail]: field `flows[0].cca`: ")
 
 
 def test_a_campaign_planned_before_a_check_existed_still_reports(tmp_path):
@@ -416,7 +439,7 @@ def test_plan_refuses_a_congestion_control_the_simulator_lacks_naming_the_condit
     assert r.returncode == 2, r.stdout
     assert "Traceback" not in r.stderr
     msg = " ".join(r.stderr.split())
-    assert f"{spec} [flows[0].cca=renoo]: field `flows[0].cca`" in msg and "'renoo'" in msg
+    assert f"{spec} [pair=renoo]: field `flows[0].cca`" in msg and "'renoo'" in msg
     assert "cubic" in msg.split("known:")[1] and "ccid2" in msg
     # The live backend runs the kernel's controllers, which the simulator's table does not list.
     doc = {"name": "k", "duration": "2s", "bottleneck": {"rate": "10Mbit", "buffer": "100%bdp"},

@@ -289,7 +289,8 @@ def condition_label(point: dict[str, Any], *, leave_out: str | tuple[str | None,
     when nothing is left.
 
     The one name of a condition: the plan's tasks carry it (`fairlab plan`, failed-run
-    lines, errors about the condition, the catalog's `label`) and the report's tables,
+    lines, the catalog's `label`; errors while planning differ only for an unlabelled
+    group, see `_error_label`) and the report's tables,
     legends and panel titles print it, so a condition reads the same wherever it is
     met. Every assignment keeps its flow's index, so two flows' controls stay two
     different things ("flows[0].cca=reno; flows[1].cca=cubic", never "cca=reno;
@@ -297,6 +298,21 @@ def condition_label(point: dict[str, Any], *, leave_out: str | tuple[str | None,
     skip = set(leave_out) if isinstance(leave_out, tuple) else {leave_out}
     parts = [assignment_text(k, v) for k, v in point.items() if k not in skip]
     return "; ".join(parts) if parts else ("base scenario" if not point else "all")
+
+
+def _error_label(point: dict[str, Any]) -> str:
+    """A sweep point as errors about its condition name it: as `condition_label`, but
+    an unlabelled group by its axis and values as the catalog's column shows them
+    ("pair=reno/cubic"). Its label's paths ("flows[0].cca=renoo") read as a sweep key
+    or a field of the base scenario, neither of which the file has, so the user could
+    not find the group the error is about."""
+    def name(key: str, value: Any) -> str:
+        if is_grouped_axis(key) and isinstance(value, dict) and "label" not in value:
+            shown = format_sweep_value(value)
+            return f"{key}={shown}" if shown else key
+        return assignment_text(key, value)
+
+    return "; ".join(name(k, v) for k, v in point.items()) or condition_label({})
 
 
 def apply_point(doc: dict[str, Any], point: dict[str, Any], *, source: str) -> dict[str, Any]:
@@ -396,13 +412,14 @@ def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "s
     # are validated, checked and hashed once; their runs are planned once anyway.
     added: dict[tuple[str, str], tuple[str, list[str], Scenario]] = {}
 
-    def add(kind: str, d: dict[str, Any], point: dict[str, Any], label: str, **extra: Any) -> tuple[str, list[str], Scenario]:
+    def add(kind: str, d: dict[str, Any], point: dict[str, Any], suffix: str = "", **extra: Any) -> tuple[str, list[str], Scenario]:
         memo = (kind, canonical_json(d))
         if memo in added:
             return added[memo]
+        label = condition_label(point) + suffix
         # A plain scenario's one condition (labelled as the empty sweep point is)
         # needs no name in an error.
-        where = source if label == condition_label({}) else f"{source} [{label}]"
+        where = source if label == condition_label({}) else f"{source} [{_error_label(point)}{suffix}]"
         model = Scenario.from_dict(d, source=where)
         if check and backend == "sim":
             check_simulatable(model, where)
@@ -426,8 +443,7 @@ def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "s
 
     for point in _points(sweep, mode, source):
         d = apply_point(doc, point, source=source)
-        label = condition_label(point)
-        main, _, model = add(MAIN, d, point, label)
+        main, _, model = add(MAIN, d, point)
         links: dict[str, dict[Any, list[str]]] = camp.links.setdefault(main, {"calibration": {}, "solo": {}})
         if model.analysis.nru and not model.analysis.calibration_files:
             seen_cca: set[str] = set()
@@ -437,10 +453,10 @@ def expand(doc: dict[str, Any], *, source: str = "<campaign>", backend: str = "s
                 if sig in seen_cca:
                     continue
                 seen_cca.add(sig)
-                links["calibration"][f["cca"]] = add(CALIBRATION, _calibration_doc(d, entry), point, f"{label} | calibration {f['cca']}", for_cca=f["cca"])[1]
+                links["calibration"][f["cca"]] = add(CALIBRATION, _calibration_doc(d, entry), point, f" | calibration {f['cca']}", for_cca=f["cca"])[1]
         if model.analysis.harm and not model.analysis.baseline_files:
             for i, f in enumerate(d["flows"]):
-                links["solo"][i] = add(SOLO, _solo_doc(d, i), point, f"{label} | solo flow {i} ({f['cca']})", for_flow=i)[1]
+                links["solo"][i] = add(SOLO, _solo_doc(d, i), point, f" | solo flow {i} ({f['cca']})", for_flow=i)[1]
     return camp
 
 

@@ -295,3 +295,39 @@ def test_the_fact_line_counts_the_plans_runs_and_names_older_ones_apart(tmp_path
     assert ("2 finished (2 more in the store, made by another engine build, fairlab version or scenario, "
             "not used), 0 failed") in md
     assert "4 finished" not in md
+
+
+def test_failures_of_other_builds_are_counted_apart_from_the_plans(tmp_path, monkeypatch):
+    # Both runs failed under an older build; today's build finished one condition and
+    # failed the other. Only today's failure is the plan's ("1 failed", one listed);
+    # the older two used to be counted and listed too ("3 failed").
+    import fairlab.runner
+    from fairlab.campaign import plan
+    from fairlab.report.campaign_report import write_report
+
+    real = fairlab.runner.run_scenario
+
+    def fail_at(rtt_ns, reason):
+        def run(model, **kw):
+            if rtt_ns is None or model.flows[0].rtt == rtt_ns:
+                raise RuntimeError(reason)
+            return real(model, **kw)
+        return run
+
+    doc = {"name": "flaky", "duration": "4s", "interval": "1s", "seed": 3, "runs": 1,
+           "bottleneck": {"rate": "10Mbit", "buffer": "100%bdp"},
+           "flows": [{"cca": "reno", "rtt": "20ms"}, {"cca": "cubic", "rtt": "20ms"}],
+           "sweep": {"flows[0].rtt": ["20ms", "40ms"]}}
+    root = tmp_path / "c"
+    with monkeypatch.context() as m:
+        m.setattr(plan, "_engine", lambda: "an older engine build")
+        m.setattr(fairlab.runner, "run_scenario", fail_at(None, "old failure"))
+        assert run_campaign(expand(doc), Store(root), workers=1).failed == 2
+    with monkeypatch.context() as m:
+        m.setattr(fairlab.runner, "run_scenario", fail_at(40_000_000, "today's failure"))
+        rep = run_campaign(expand(doc), Store(root), workers=1)
+    assert rep.done == 1 and rep.failed == 1 and len(Store(root).failures()) == 3
+    md = write_report(root, max_examples=0)["markdown"].read_text()
+    assert ("1 finished, 1 failed (2 more in the store, tried by another engine build, fairlab version or scenario, "
+            "not listed)") in md
+    assert "1 run(s) failed" in md and "today's failure" in md and "old failure" not in md

@@ -318,12 +318,16 @@ def write_report(
     tabs = tables(done, axis, c)
     util, n_low = utilisation_table(done, low_utilisation)
     common, varying = setup_tables(done)
-    failures = store.failures()
+    # As with finished runs, a failure under another key (an older build's try) says
+    # nothing about this plan: count and list only the plan's, and the rest apart.
+    recorded = store.failures()
+    failures = [f for f in recorded if f.get("key") in planned]
+    failed_elsewhere = len(recorded) - len(failures)
     facts = [
         f"campaign: {camp.name} (from {manifest.get('source')}), backend {camp.backend}, fairlab {__version__}",
         f"{len(camp.conditions)} conditions; {camp.count(MAIN)} main runs, {camp.count(CALIBRATION)} calibration runs, {camp.count(SOLO)} solo runs; "
         f"{len(stored & planned)} finished" + (f" ({unused} more in the store, made by {_OTHER_ADDRESS}, not used)" if unused else "")
-        + f", {len(failures)} failed",
+        + f", {len(failures)} failed" + (f" ({failed_elsewhere} more in the store, tried by {_OTHER_ADDRESS}, not listed)" if failed_elsewhere else ""),
         f"report written {time.strftime('%Y-%m-%d %H:%M')}",
     ]
     warnings = []

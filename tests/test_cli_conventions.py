@@ -92,6 +92,21 @@ def test_help_gives_flags_no_value_type(command):
         assert any(" --seed " in ln and "<int>" in ln for ln in r.stdout.splitlines())
 
 
+@pytest.mark.parametrize("command", [(), ("run",), ("list", "ccas"), ("vm",), ("vm", "build")])
+def test_the_app_invoked_directly_prints_the_help_fairlab_prints(command):
+    # The help was tidied in `main` only, so the app run by typer's CliRunner (as
+    # tests and notebooks do) still printed "--json <bool>" and the docstrings' breaks.
+    from typer.testing import CliRunner
+
+    from fairlab.cli import app
+
+    env = {"COLUMNS": "240"}
+    direct = CliRunner().invoke(app, [*command, "--help"], env=env)
+    assert direct.exit_code == 0, direct.output
+    assert "<bool>" not in direct.output
+    assert direct.output == cli(*command, "--help", env={**os.environ, **env}).stdout
+
+
 @pytest.mark.parametrize("command", [(), ("vm",)])
 def test_the_command_list_flows_each_summary_as_one_paragraph(command):
     # Typer kept the docstrings' own line breaks in the command list, so a summary

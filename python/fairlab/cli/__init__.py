@@ -47,12 +47,28 @@ def _root(
     """How fairly do transport flows share a bottleneck — and why?"""
 
 
+class _RootGroup(typer.core.TyperGroup):
+    """The root command, with its help tidied where every caller runs it.
+
+    Typer makes a new click command from the app on each use (`main` once, each
+    `typer.testing.CliRunner().invoke(app, ...)` again) and adds the completion options
+    after making it, so the one place that sees the finished command tree on both
+    paths is its `main`. Tidied only in `fairlab.cli.main`, the app invoked directly
+    still printed "--json <bool>"; tidied here, both print the same help."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        flags_show_no_value_type(self)
+        summaries_flow(self)
+        return super().main(*args, **kwargs)
+
+
 def build_app(only: str | None = None) -> typer.Typer:
     """The `fairlab` Typer app with every command, or with just the command or group
     ``only`` (what `main` builds to run one command). The root callback keeps
     `fairlab NAME ...` a command of a group even when only NAME is loaded."""
     app = typer.Typer(
         name="fairlab",
+        cls=_RootGroup,
         help="How fairly do transport flows share a bottleneck — and why?",
         no_args_is_help=True,
         pretty_exceptions_enable=False,
@@ -114,8 +130,6 @@ def main(argv: list[str] | None = None) -> None:
         from .multi_value import refuse_values_after_repeatable_option
 
         cli = typer.main.get_command(build_app(only))
-        flags_show_no_value_type(cli)
-        summaries_flow(cli)
         refuse_values_after_repeatable_option(cli, args)
         # prog_name: `python -m fairlab` would otherwise call itself __main__.py in
         # help and in the shell-completion variable (_FAIRLAB_COMPLETE).

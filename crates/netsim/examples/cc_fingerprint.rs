@@ -243,6 +243,7 @@ fn drive(cca: &str, p: &str, seed: u64) -> u64 {
                 now: t,
                 acked_bytes: acked,
                 acked_segments: segs,
+                cum_acked_segments: segs,
                 rtt: if rnd() % 7 == 0 {
                     None
                 } else {

@@ -510,6 +510,7 @@ mod tests {
                 now: SimTime::from_millis(1),
                 acked_bytes: 1000,
                 acked_segments: 1,
+                cum_acked_segments: 1,
                 rtt: Some(SimDuration::from_millis(100)),
                 srtt: SimDuration::from_millis(100),
                 min_rtt: SimDuration::from_millis(100),

@@ -18,8 +18,9 @@
 //!
 //! Arithmetic is Linux 6.1's: RTTs in whole µs, α in 1/128 (α_min = ⌊0.3·128⌋
 //! = 38, i.e. 0.297) and β in 1/64, each rounded down as `alpha()` and
-//! `beta()` compute them; the increase counts the ACK's acknowledged segments
-//! (`ca->acked`), and a slow-start ACK's leftover beyond ssthresh is dropped
+//! `beta()` compute them; the increase counts the segments the ACK's cumulative
+//! point passed (`ca->acked` = `pkts_acked`, SACKed ones included: the ACK that
+//! ends a recovery counts the whole window behind the last hole), and a slow-start ACK's leftover beyond ssthresh is dropped
 //! (`tcp_slow_start`'s return value is ignored). Linux updates α and β in
 //! `cong_avoid` only, so a round that ends during recovery is judged on the
 //! first ACK after it. The round boundary is [`RoundTracker`] rather than
@@ -281,8 +282,11 @@ impl CongestionControl for Illinois {
         }
         // W += α/W per acknowledged segment, as Linux counts it: segments pile
         // up in the counter until ⌊counter·α/128⌋ reaches W, then the window
-        // grows by ⌊that/W⌋ and the counter restarts.
-        w.cnt = w.cnt.saturating_add(ack.acked_segments);
+        // grows by ⌊that/W⌋ and the counter restarts. Linux counts the ACK's
+        // `pkts_acked` (`ca->acked`, set in `tcp_illinois_acked`): the segments
+        // the cumulative ACK passed, SACKed ones included, so the ACK that ends a
+        // recovery counts the whole window it passes.
+        w.cnt = w.cnt.saturating_add(ack.cum_acked_segments);
         let delta = (w.cnt as u64 * self.s.alpha_fp) >> 7;
         if delta >= w.cwnd as u64 {
             w.cwnd = w.cwnd.saturating_add((delta / w.cwnd as u64) as u32);
@@ -376,6 +380,7 @@ mod tests {
                 now: SimTime::from_millis(1 + i as u64),
                 acked_bytes: 0,
                 acked_segments: 1,
+                cum_acked_segments: 1,
                 rtt: Some(d),
                 srtt: d,
                 min_rtt: SimDuration::from_millis(100),
@@ -396,6 +401,38 @@ mod tests {
         assert_eq!(c.ssthresh_for(), 207);
         // At d_a = d_m: α = 99000·1280/(99000 + ⌊99000·1242/38⌋) = 38 = α_min.
         assert_eq!(c.alpha_with_hysteresis(100_000, 100_000), 38);
+    }
+
+    #[test]
+    fn the_ack_that_ends_a_recovery_counts_every_segment_it_passes() {
+        // Linux `tcp_illinois_acked` sets `ca->acked = pkts_acked`: the segments
+        // the cumulative ACK removed, SACKed ones included. The ACK that ends a
+        // recovery delivers one new segment (the last repaired hole) but passes
+        // the 100 SACKed behind it: at α = 1 (128/128) and W = 100 that is
+        // ⌊100·128 >> 7⌋ = 100 ≥ W, so W becomes 101 and the counter restarts.
+        let ack = |delivered: u32, passed: u32| AckSample {
+            now: SimTime::from_millis(1),
+            acked_bytes: delivered as u64 * 1448,
+            acked_segments: delivered,
+            cum_acked_segments: passed,
+            rtt: None,
+            srtt: SimDuration::from_millis(100),
+            min_rtt: SimDuration::from_millis(100),
+            prior_in_flight: 150_000,
+            in_flight: 145_000,
+            app_limited: false,
+            in_recovery: false,
+            rate: None,
+            tsval_ms: 0,
+            tsecr_ms: 0,
+        };
+        let mut c = Illinois::new(IllinoisConfig::default(), &init(10));
+        (c.s.w.cwnd, c.s.w.ssthresh, c.s.w.cnt, c.s.alpha_fp) = (100, 100, 0, 128);
+        c.on_ack(&ack(1, 100));
+        assert_eq!((c.s.w.cwnd, c.s.w.cnt), (101, 0));
+        // An ordinary ACK of two segments passes two: the counter only grows.
+        c.on_ack(&ack(2, 2));
+        assert_eq!((c.s.w.cwnd, c.s.w.cnt), (101, 2));
     }
 
     fn ill() -> Harness {

@@ -411,6 +411,7 @@ mod tests {
             now: s.now,
             acked_bytes: PATH_MSS,
             acked_segments: 1,
+            cum_acked_segments: 1,
             rtt: Some(ms_(100)),
             srtt: ms_(100),
             min_rtt: ms_(100),

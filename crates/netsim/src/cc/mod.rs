@@ -26,6 +26,12 @@ pub struct AckSample {
     pub acked_bytes: u64,
     /// The same in whole segments (at least 1 when `acked_bytes > 0`).
     pub acked_segments: u32,
+    /// Segments this ACK removed from the retransmission queue: those the
+    /// cumulative ACK point passed, including ones SACKed earlier (Linux
+    /// `ack_sample.pkts_acked`; 0 for an ACK that only SACKs). Differs from
+    /// `acked_segments` on the ACK that ends a recovery, which passes a whole
+    /// window of segments SACKed before.
+    pub cum_acked_segments: u32,
     /// RTT measured from this ACK (Karn's rule applied), if any.
     pub rtt: Option<SimDuration>,
     /// Smoothed RTT after this sample (RFC 6298).

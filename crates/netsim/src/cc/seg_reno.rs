@@ -273,6 +273,7 @@ mod tests {
             now: SimTime::from_millis(1),
             acked_bytes: 1000,
             acked_segments: 1,
+            cum_acked_segments: 1,
             rtt: Some(srtt),
             srtt,
             min_rtt: srtt,

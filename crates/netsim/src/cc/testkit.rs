@@ -70,6 +70,7 @@ impl Harness {
             now: self.now,
             acked_bytes: acked,
             acked_segments: segs,
+            cum_acked_segments: segs,
             rtt: Some(self.rtt),
             srtt: self.rtt,
             min_rtt: self.min_rtt,

@@ -248,6 +248,7 @@ mod tests {
                 now: SimTime::from_secs(1),
                 acked_bytes: 1000,
                 acked_segments: 1,
+                cum_acked_segments: 1,
                 rtt: Some(SimDuration::from_millis(rtt)),
                 srtt: SimDuration::from_millis(rtt),
                 min_rtt: SimDuration::from_millis(100),

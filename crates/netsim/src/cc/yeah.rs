@@ -393,6 +393,7 @@ mod tests {
             now: SimTime::from_secs(1),
             acked_bytes: 1000,
             acked_segments: 1,
+            cum_acked_segments: 1,
             rtt: Some(rtt),
             srtt: rtt,
             min_rtt: SimDuration::from_millis(100),

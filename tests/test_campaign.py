@@ -453,3 +453,38 @@ def test_plan_refuses_a_congestion_control_the_simulator_lacks_naming_the_condit
         with pytest.raises(ScenarioError, match=rf"`{re.escape(field)}`"):
             expand(live, source="k.toml", backend="live")
 
+
+
+def test_the_cli_lists_only_the_plans_failures(tmp_path, monkeypatch):
+    """An older build's failure records stay in the store under keys today's plan does
+    not have; `fairlab run` used to list them as failures of this run (and put them
+    in the --json document) although the campaign had retried and finished those runs."""
+    import json
+
+    import fairlab.runner
+    from typer.testing import CliRunner
+
+    from fairlab.campaign import plan
+    from fairlab.cli import app
+
+    spec = tmp_path / "half.toml"
+    spec.write_text(
+        'name = "half"\nduration = "4s"\n[bottleneck]\nrate = "10Mbit"\nbuffer = "100%bdp"\n'
+        '[[flows]]\ncca = "reno"\nrtt = "20ms"\n[sweep]\n"flows[0].rtt" = ["20ms", "40ms"]\n'
+    )
+    out = tmp_path / "out"
+    with monkeypatch.context() as m:
+        m.setattr(plan, "_engine", lambda: "an older engine build")
+        m.setattr(fairlab.runner, "run_scenario", lambda model, **kw: (_ for _ in ()).throw(RuntimeError("old failure")))
+        r = CliRunner().invoke(app, ["run", str(spec), "--out", str(out), "--workers", "1"])
+        assert r.exit_code == 1, r.output
+    _fail_runs_with(monkeypatch, 40_000_000)
+    r = CliRunner().invoke(app, ["run", str(spec), "--out", str(out), "--workers", "1", "--json"])
+    assert r.exit_code == 1, r.output
+    docu = json.loads(r.stdout[r.stdout.index("{"):])
+    assert docu["runs"]["failed"] == 1
+    assert len(docu["failures"]) == 1 and "injected backend failure" in docu["failures"][0]["reason"], docu["failures"]
+    r = CliRunner().invoke(app, ["run", str(spec), "--out", str(out), "--workers", "1"])
+    text = " ".join(r.output.split())
+    assert text.count("failed flows[0].rtt=") == 1 and "injected backend failure" in text and "old failure" not in text, text
+    assert "2 more failure record(s) in the store" in text, text

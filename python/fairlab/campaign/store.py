@@ -59,6 +59,11 @@ CHECKSUMS = "SHA256SUMS"
 REQUIRED = ("samples.parquet", "flows.parquet", RUN_JSON)
 
 
+#: Why a stored run or failure can be none of a plan's: a run's key hashes its
+#: resolved scenario, backend, fairlab version and engine build (or kernel), so runs
+#: made before any of them changed stay in the store under other keys.
+OTHER_ADDRESS = "another engine build, fairlab version or scenario"
+
 class StoreError(ValueError):
     """The directory is not a campaign store, holds a different campaign, is busy,
     or a file in it is damaged; the message says which and what to do."""
@@ -357,6 +362,15 @@ class Store:
     def fail(self, task: Task, reason: str) -> None:
         self.failed_dir.mkdir(parents=True, exist_ok=True)
         self._atomic_write(self.failed_dir / f"{task.key}.json", json.dumps({"key": task.key, "label": task.label, "kind": task.kind, "run_index": task.run_index, "seed": task.seed, "reason": reason}, indent=2).encode())
+
+    def failures_of(self, keys: set[str]) -> tuple[list[dict[str, Any]], int]:
+        """The failure records of the runs ``keys`` address (a plan's tasks), and how
+        many other records the store holds: failures of runs an older engine build,
+        fairlab version or scenario addressed differently (`OTHER_ADDRESS`), which say
+        nothing about this plan."""
+        recorded = self.failures()
+        mine = [f for f in recorded if f.get("key") in keys]
+        return mine, len(recorded) - len(mine)
 
     def failures(self) -> list[dict[str, Any]]:
         if not self.failed_dir.exists():

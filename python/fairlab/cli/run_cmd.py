@@ -170,28 +170,19 @@ def run_campaign_with_progress(campaign, out_dir: Path, *, workers: int | None, 
     return report
 
 
-def planned_failures(campaign, store) -> tuple[list[dict], int]:
-    """The store's failure records of this plan's runs, and how many others it holds.
-    A failure kept under another key (an older build's or scenario's try of a run the
-    plan now addresses differently) says nothing about this plan, as the report
-    already treats it."""
-    planned = {t.key for t in campaign.tasks}
-    recorded = store.failures()
-    mine = [f for f in recorded if f.get("key") in planned]
-    return mine, len(recorded) - len(mine)
-
-
 def _say_what_happened(campaign, report, store, out_dir: Path, out: Console) -> None:
+    from ..campaign.store import OTHER_ADDRESS
+
     out.print(
         f"campaign [bold]{campaign.name}[/]: {report.total} runs — {report.skipped} already done, "
         f"{report.done} run now, {report.failed} failed ({report.wall_s:.1f} s)"
     )
-    failures, elsewhere = planned_failures(campaign, store)
+    failures, elsewhere = store.failures_of({t.key for t in campaign.tasks})
     for f in failures:
         out.print(f"[red]failed[/] {escape(f['label'])} run {f['run_index']}: {escape(f['reason'].splitlines()[0])}")
     if elsewhere:
         out.print(f"({elsewhere} more failure record(s) in the store are of runs this plan no longer has: "
-                  "another engine build, fairlab version or scenario; not listed)")
+                  f"{OTHER_ADDRESS}; not listed)")
     for key, reason in report.quarantined:
         out.print(f"[yellow]damaged run[/] {key}: {escape(reason)}; moved to {escape(str(out_dir / 'quarantine'))}/ and recomputed")
     if report.interrupted:
@@ -220,7 +211,7 @@ def campaign_document(campaign, report, out_dir: Path) -> dict:
         "failures": [
             {"key": f.get("key"), "label": f.get("label"), "kind": f.get("kind"), "run_index": f.get("run_index"),
              "reason": str(f.get("reason", "")).splitlines()[0] if f.get("reason") else ""}
-            for f in planned_failures(campaign, Store(out_dir))[0]
+            for f in Store(out_dir).failures_of({t.key for t in campaign.tasks})[0]
         ],
     }
 

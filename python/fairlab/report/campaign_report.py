@@ -25,7 +25,7 @@ from .. import __version__
 from ..analysis import analyze
 from ..campaign.aggregate import LOW_UTILISATION, ConditionResult, aggregate, campaign_of, fmt_stat
 from ..campaign.plan import CALIBRATION, MAIN, SOLO, condition_label
-from ..campaign.store import Store, StoreError
+from ..campaign.store import OTHER_ADDRESS, Store, StoreError
 from ..metrics.jain import jain_over_time
 from .citations import cite, references
 from .format import fmt_num, fmt_pct, fmt_rate, fmt_rate_pm, fmt_seconds, rate_unit
@@ -241,13 +241,6 @@ def _img_width(path: Path) -> int:
         return round(im.width / dpi * 120)
 
 
-#: Why a stored run can be none of the plan's: a run's key hashes its resolved
-#: scenario, backend, fairlab version and engine build (or kernel), so runs made
-#: before any of them changed stay in the store under other keys. The report reads
-#: only the plan's runs and counts the others apart.
-_OTHER_ADDRESS = "another engine build, fairlab version or scenario"
-
-
 def write_report(
     root: str | Path,
     *,
@@ -277,7 +270,7 @@ def write_report(
     planned = {t.key for t in camp.tasks}
     unused = len(stored - planned)
     if not results or all(not r.runs for r in results):
-        other = f" {unused} stored run(s) were made by {_OTHER_ADDRESS}, so they have other content addresses;" if unused else ""
+        other = f" {unused} stored run(s) were made by {OTHER_ADDRESS}, so they have other content addresses;" if unused else ""
         raise StoreError(f"{store.root}: none of this campaign's runs has finished;{other} run the campaign (fairlab run / reproduce) to compute them")
     done = [r for r in results if r.runs]
     axis = choose_axis(camp.sweep)
@@ -318,16 +311,13 @@ def write_report(
     tabs = tables(done, axis, c)
     util, n_low = utilisation_table(done, low_utilisation)
     common, varying = setup_tables(done)
-    # As with finished runs, a failure under another key (an older build's try) says
-    # nothing about this plan: count and list only the plan's, and the rest apart.
-    recorded = store.failures()
-    failures = [f for f in recorded if f.get("key") in planned]
-    failed_elsewhere = len(recorded) - len(failures)
+    # As with finished runs, count and list only the plan's failures, the rest apart.
+    failures, failed_elsewhere = store.failures_of(planned)
     facts = [
         f"campaign: {camp.name} (from {manifest.get('source')}), backend {camp.backend}, fairlab {__version__}",
         f"{len(camp.conditions)} conditions; {camp.count(MAIN)} main runs, {camp.count(CALIBRATION)} calibration runs, {camp.count(SOLO)} solo runs; "
-        f"{len(stored & planned)} finished" + (f" ({unused} more in the store, made by {_OTHER_ADDRESS}, not used)" if unused else "")
-        + f", {len(failures)} failed" + (f" ({failed_elsewhere} more in the store, tried by {_OTHER_ADDRESS}, not listed)" if failed_elsewhere else ""),
+        f"{len(stored & planned)} finished" + (f" ({unused} more in the store, made by {OTHER_ADDRESS}, not used)" if unused else "")
+        + f", {len(failures)} failed" + (f" ({failed_elsewhere} more in the store, tried by {OTHER_ADDRESS}, not listed)" if failed_elsewhere else ""),
         f"report written {time.strftime('%Y-%m-%d %H:%M')}",
     ]
     warnings = []

@@ -362,7 +362,14 @@ pub(crate) struct TcpSender {
     /// (Linux `max_window`), which bounds the skbs `sendmsg` builds.
     skb_end: u64,
     max_wnd_segs: u64,
+    /// Whether the last send stopped at the window (the send loop's own finding;
+    /// [`Self::validate_cwnd`] folds it into `is_cwnd_limited`).
     cwnd_limited: bool,
+    /// Linux `tp->is_cwnd_limited`: cwnd limited the sending at some point in the
+    /// current window. Sticky until `snd_una` passes `cwnd_usage_seq`, so a flow
+    /// that turns receive-window limited keeps growing for one more window, as
+    /// Linux's does (`tcp_cwnd_validate`).
+    is_cwnd_limited: bool,
     /// Most segments outstanding in the current window (Linux `max_packets_out`,
     /// restarted when `snd_una` passes `cwnd_usage_seq`).
     max_packets_out: u64,
@@ -426,6 +433,7 @@ impl TcpSender {
             skb_end: 0,
             max_wnd_segs: 0,
             cwnd_limited: true,
+            is_cwnd_limited: false,
             max_packets_out: 0,
             cwnd_usage_seq: 0,
             delivered: 0,
@@ -634,15 +642,34 @@ impl TcpSender {
         let cwnd_segs = self.cwnd_segs();
         let nxt_before = self.snd_nxt;
         self.send_loop(now, cwnd_segs, out);
-        // Linux `tcp_cwnd_validate`: the most outstanding in this window.
-        let packets_out = self.snd_nxt - self.snd_una;
-        if self.snd_una >= self.cwnd_usage_seq || packets_out > self.max_packets_out {
-            self.max_packets_out = packets_out;
-            self.cwnd_usage_seq = self.snd_nxt;
-        }
+        self.validate_cwnd(self.snd_nxt > nxt_before, cwnd_segs);
         if self.snd_nxt > nxt_before {
             // RFC 8985 §7.2: (re)arm the PTO after sending new data.
             self.schedule_loss_probe(now, false);
+        }
+    }
+
+    /// Linux `tcp_cwnd_validate`, called where `tcp_write_xmit` calls it: after a
+    /// send that sent new data or found the window full (`in_flight >= cwnd`
+    /// counts as full even when the loop stopped for another reason). Within a
+    /// window (until `snd_una` passes `cwnd_usage_seq`) a `true` is kept and
+    /// only a larger `packets_out` updates `max_packets_out`; retransmissions
+    /// alone (Linux sends them from `tcp_xmit_retransmit_queue`) do not count as
+    /// a send.
+    #[inline(always)]
+    fn validate_cwnd(&mut self, sent_new: bool, cwnd_segs: u64) {
+        let limited = self.cwnd_limited || self.pipe() >= cwnd_segs;
+        if !(sent_new || limited) {
+            return;
+        }
+        let packets_out = self.snd_nxt - self.snd_una;
+        if self.snd_una >= self.cwnd_usage_seq
+            || limited
+            || (!self.is_cwnd_limited && packets_out > self.max_packets_out)
+        {
+            self.is_cwnd_limited = limited;
+            self.max_packets_out = packets_out;
+            self.cwnd_usage_seq = self.snd_nxt;
         }
     }
 
@@ -660,7 +687,9 @@ impl TcpSender {
             if skb_left == 0 && paced {
                 if self.pace_next > now {
                     self.pace_wake = self.pace_next;
-                    self.cwnd_limited = true;
+                    // Linux's `tcp_pacing_check` stops the loop without calling
+                    // it cwnd limited (`validate_cwnd` still checks the pipe).
+                    self.cwnd_limited = false;
                     break;
                 }
                 skb_left = self.cc.send_quantum().max(1);
@@ -1265,15 +1294,12 @@ impl TcpSender {
                 min_rtt: self.rtt.min_rtt(),
                 prior_in_flight,
                 in_flight: self.pipe_bytes(),
-                // Linux `tcp_is_cwnd_limited`: in slow start the window may grow
-                // while it is below twice the most outstanding in this window (a
-                // flow held by the receive window keeps growing cwnd); in
-                // congestion avoidance only when cwnd limited the sending.
-                app_limited: if self.cc.cwnd() < self.cc.ssthresh() {
-                    self.cwnd_segs() >= 2 * self.max_packets_out
-                } else {
-                    !self.cwnd_limited
-                },
+                // Linux `tcp_is_cwnd_limited`: cwnd limited the sending in this
+                // window, or, in slow start, the window is below twice the most
+                // outstanding in it (a flow held by the receive window keeps
+                // growing cwnd).
+                app_limited: !(self.is_cwnd_limited
+                    || (self.cc.cwnd() < self.cc.ssthresh() && self.cwnd_segs() < 2 * self.max_packets_out)),
                 // Loss-based controllers grow only on ACKs that advance the
                 // cumulative ACK point outside recovery (Linux tcp_may_raise_cwnd:
                 // FLAG_DATA_ACKED). After an RTO (Loss state) an ACK that only SACKs
@@ -2273,6 +2299,39 @@ mod tests {
         assert_eq!(run(20, u64::MAX), [false]);
         // Congestion avoidance: held by the window, not by cwnd: no growth.
         assert_eq!(run(15, 5), [false]);
+    }
+
+    #[test]
+    fn cwnd_limited_stays_true_until_the_window_it_was_set_in_is_acked() {
+        // Linux tcp_cwnd_validate keeps is_cwnd_limited for the window in which
+        // cwnd last limited the sending (until snd_una passes cwnd_usage_seq), so
+        // a flow that turns receive-window limited grows for one more window. Hand
+        // derivation: cwnd 10 in congestion avoidance sends 0..10 and is cwnd
+        // limited (cwnd_usage_seq 10). Each ACK of one segment then advertises 9,
+        // so the edge stays one segment past snd_una: nothing or one new segment
+        // leaves, pipe stays 9 < cwnd, and no send is cwnd limited. The ACKs of
+        // segments 0..9 (snd_una 1..10) may grow; the send after the ACK that
+        // reaches 10 opens a new window that was not cwnd limited, so the ACK of
+        // segment 10 may not.
+        let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let cfg = SenderConfig { rwnd_segs: 100, ..test_config() };
+        let mut s = TcpSender::new(cfg, Box::new(Recorder { cwnd: 10, ssthresh: 5, acks: log.clone() }), 64);
+        let mut out = Vec::new();
+        s.on_timer(SimTime::ZERO, &mut out);
+        assert_eq!(out.len(), 10, "cwnd binds");
+        out.clear();
+        for n in 1..=11u64 {
+            let mut a = ack(n, &[]);
+            a.wnd = 9;
+            s.on_ack(SimTime::from_millis(100 + n), &a, &mut out);
+            // The edge n + 9 lets one new segment out once it passes snd_nxt 10.
+            assert_eq!(out.len(), usize::from(n >= 2), "after the ACK up to {n}");
+            out.clear();
+        }
+        let may_grow: Vec<bool> = log.borrow().iter().map(|a| !a.app_limited).collect();
+        let mut expected = vec![true; 10];
+        expected.push(false);
+        assert_eq!(may_grow, expected);
     }
 
     #[test]

@@ -254,6 +254,7 @@ fn drive(cca: &str, p: &str, seed: u64) -> u64 {
                 prior_in_flight: prior,
                 in_flight: prior.saturating_sub(acked),
                 app_limited: rnd() % 13 == 0,
+                conn_app_limited: false,
                 in_recovery: in_rec,
                 rate: Some(RateSample {
                     delivered: acked * 10,

@@ -517,6 +517,7 @@ mod tests {
                 prior_in_flight: 1_000_000,
                 in_flight: 999_000,
                 app_limited: false,
+                conn_app_limited: false,
                 in_recovery: false,
                 rate: None,
                 tsval_ms: 0,

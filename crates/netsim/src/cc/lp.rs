@@ -418,6 +418,7 @@ mod tests {
             prior_in_flight: flight,
             in_flight: flight - PATH_MSS,
             app_limited: false,
+            conn_app_limited: false,
             in_recovery: false,
             rate: None,
             tsval_ms: now_ms - 50,

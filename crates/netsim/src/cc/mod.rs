@@ -42,8 +42,14 @@ pub struct AckSample {
     pub prior_in_flight: u64,
     /// Bytes in flight after it.
     pub in_flight: u64,
-    /// The sender had less data than cwnd allows (cwnd was not the limit).
+    /// cwnd did not limit the sending in the current window (Linux
+    /// `!tcp_is_cwnd_limited`, with its slow-start allowance): loss-based
+    /// controllers do not grow on such an ACK.
     pub app_limited: bool,
+    /// The application left the sender short of data and that bubble is not yet
+    /// delivered (Linux `tp->app_limited` after `tcp_rate_gen`): what BBR's idle
+    /// restart asks (`bbr_cwnd_event`), not whether cwnd was the limit.
+    pub conn_app_limited: bool,
     /// The sender is in fast recovery (loss-based controllers usually hold still).
     pub in_recovery: bool,
     /// Delivery-rate sample (BBR), computed by the sender as Linux `tcp_rate.c` does.

@@ -280,6 +280,7 @@ mod tests {
             prior_in_flight: in_flight + 1000,
             in_flight,
             app_limited: false,
+            conn_app_limited: false,
             in_recovery: false,
             rate: None,
             tsval_ms: 0,

@@ -77,6 +77,7 @@ impl Harness {
             prior_in_flight: inflight,
             in_flight: inflight.saturating_sub(acked),
             app_limited: self.app_limited,
+            conn_app_limited: false,
             in_recovery: self.in_recovery,
             rate: None,
             tsval_ms: 0,

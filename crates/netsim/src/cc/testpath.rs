@@ -314,6 +314,7 @@ impl Path {
             prior_in_flight,
             in_flight: fl.inflight,
             app_limited: false,
+            conn_app_limited: false,
             in_recovery: fl.recovery_point.is_some(),
             rate,
             // The receiver ACKs each segment on arrival, half the base RTT ago, and
@@ -378,6 +379,7 @@ impl<C: CongestionControl> Synth<C> {
             prior_in_flight: flight,
             in_flight: flight - PATH_MSS,
             app_limited: false,
+            conn_app_limited: false,
             in_recovery: self.in_recovery,
             rate: None,
             // The segment left one RTT ago; its receiver ACKed it half the lowest

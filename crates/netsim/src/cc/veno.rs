@@ -255,6 +255,7 @@ mod tests {
                 prior_in_flight: 10_000,
                 in_flight: 9000,
                 app_limited: false,
+                conn_app_limited: false,
                 in_recovery: false,
                 rate: None,
                 tsval_ms: 0,

@@ -400,6 +400,7 @@ mod tests {
             prior_in_flight: 11_000,
             in_flight: 10_000,
             app_limited,
+            conn_app_limited: false,
             in_recovery: false,
             rate: None,
             tsval_ms: 0,

@@ -641,8 +641,14 @@ impl TcpSender {
         }
         let cwnd_segs = self.cwnd_segs();
         let nxt_before = self.snd_nxt;
+        // Linux reaches `tcp_write_xmit` (and its `tcp_cwnd_validate`) only with
+        // unsent data queued (`tcp_push_pending_frames`): a flow whose
+        // application is done keeps the state it had.
+        let unsent = self.has_application_data(now);
         self.send_loop(now, cwnd_segs, out);
-        self.validate_cwnd(self.snd_nxt > nxt_before, cwnd_segs);
+        if unsent {
+            self.validate_cwnd(self.snd_nxt > nxt_before, cwnd_segs);
+        }
         if self.snd_nxt > nxt_before {
             // RFC 8985 §7.2: (re)arm the PTO after sending new data.
             self.schedule_loss_probe(now, false);
@@ -1300,6 +1306,7 @@ impl TcpSender {
                 // growing cwnd).
                 app_limited: !(self.is_cwnd_limited
                     || (self.cc.cwnd() < self.cc.ssthresh() && self.cwnd_segs() < 2 * self.max_packets_out)),
+                conn_app_limited: self.app_limited_until != 0,
                 // Loss-based controllers grow only on ACKs that advance the
                 // cumulative ACK point outside recovery (Linux tcp_may_raise_cwnd:
                 // FLAG_DATA_ACKED). After an RTO (Loss state) an ACK that only SACKs
@@ -1455,6 +1462,7 @@ impl TcpSender {
             in_flight: 0,
             // Linux `tcp_is_cwnd_limited`: one packet was out, cwnd is not below 2.
             app_limited: self.cwnd_segs() >= 2,
+            conn_app_limited: self.app_limited_until != 0,
             in_recovery: false,
             rate: None,
             tsval_ms: ts_ms32(now, ack.tsval),

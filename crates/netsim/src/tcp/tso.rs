@@ -131,12 +131,17 @@ pub(crate) fn next_skb(s: &SendState) -> Next {
     if limit * s.mss >= s.snd_wnd.min(s.cwnd).saturating_mul(s.mss) / TSO_WIN_DIVISOR {
         return send;
     }
-    // The oldest outstanding segment left less than half an sRTT ago: the next
-    // ACK may be far off, so waiting for it costs too much.
+    // The oldest outstanding segment's ACK is expected an sRTT after it left;
+    // when that is more than min(sRTT/2, 1 ms) away, waiting costs too much.
     match s.head_sent {
         None => return send,
-        Some(h) if s.now.saturating_since(h) < SimDuration::from_nanos(s.srtt.as_nanos() / 2) => return send,
-        Some(_) => {}
+        Some(h) => {
+            let srtt = s.srtt.as_nanos();
+            let threshold = (srtt / 2).min(1_000_000);
+            if h.as_nanos() + srtt > s.now.as_nanos() + threshold {
+                return send;
+            }
+        }
     }
     if cong_room < s.send_win {
         Next::DeferCwnd
@@ -243,10 +248,14 @@ mod tests {
         let mut s = ca(526, 524);
         s.last_tx = SimTime::from_micros(10_000_000 - 1_001);
         assert_eq!(next_skb(&s), Next::Send(2));
-        // The oldest outstanding segment left less than sRTT/2 = 75 ms ago.
+        // Linux: the head's ACK is due at head + sRTT; more than min(sRTT/2, 1 ms)
+        // = 1 ms away, so send. The head left 148.9 ms ago (ACK due in 1.1 ms):
+        // send; 149 ms ago (due in exactly 1 ms): wait.
         let mut s = ca(526, 524);
-        s.head_sent = Some(SimTime::from_millis(10_000 - 74));
+        s.head_sent = Some(SimTime::from_micros(10_000_000 - 148_900));
         assert_eq!(next_skb(&s), Next::Send(2));
+        s.head_sent = Some(SimTime::from_millis(10_000 - 149));
+        assert_eq!(next_skb(&s), Next::DeferCwnd);
         // A third of the window is free: cwnd 12, 4 free.
         let mut s = ca(12, 8);
         s.srtt = SimDuration::from_millis(1);

@@ -328,7 +328,8 @@ impl Bbr {
         }
         self.rs_losses = (ack.prior_in_flight / self.mss).saturating_sub(ack.in_flight / self.mss + acked);
         self.lost_pkts += self.rs_losses;
-        self.last_ack_app_limited = ack.app_limited;
+        // Linux's `tp->app_limited`, which BBR's own PROBE_RTT mark also sets.
+        self.last_ack_app_limited = ack.conn_app_limited || self.app_limited_until.is_some();
     }
 
     /// The per-ACK model update, in `bbr_update_model`'s order.

@@ -41,12 +41,16 @@ struct Driver {
     rtt: SimDuration,
     delivered: u64,
     in_recovery: bool,
+    /// The application ran dry (Linux `tp->app_limited`).
     app_limited: bool,
+    /// cwnd did not limit the sending (Linux `!tcp_is_cwnd_limited`), as for a
+    /// paced BBR flow whose pipe stays below its 2·BDP window.
+    cwnd_not_limiting: bool,
 }
 
 impl Driver {
     fn new(cfg: BbrConfig) -> Self {
-        Driver { bbr: Bbr::new(cfg, &init()), now: SimTime::from_secs(1), rtt: SimDuration::from_millis(100), delivered: 0, in_recovery: false, app_limited: false }
+        Driver { bbr: Bbr::new(cfg, &init()), now: SimTime::from_secs(1), rtt: SimDuration::from_millis(100), delivered: 0, in_recovery: false, app_limited: false, cwnd_not_limiting: false }
     }
 
     fn ack(&mut self, prior_delivered: u64, rate: Bandwidth, prior_in_flight: u64, in_flight: u64) {
@@ -67,7 +71,8 @@ impl Driver {
             min_rtt: self.rtt,
             prior_in_flight,
             in_flight,
-            app_limited: self.app_limited,
+            app_limited: self.app_limited || self.cwnd_not_limiting,
+            conn_app_limited: self.app_limited,
             in_recovery: self.in_recovery,
             rate: Some(RateSample {
                 delivered: pkts * MSS,
@@ -312,6 +317,7 @@ fn app_limited_samples_cannot_lower_the_estimate_but_can_raise_it() {
             prior_in_flight: 10 * MSS,
             in_flight: 9 * MSS,
             app_limited: true,
+            conn_app_limited: false,
             in_recovery: false,
             rate: Some(RateSample { delivered: MSS, interval: d.rtt, delivery_rate: rate, is_app_limited: true, prior_delivered: start, total_delivered: d.delivered }),
             tsval_ms: 0,
@@ -670,9 +676,14 @@ fn an_idle_restart_paces_at_bw_instead_of_probing() {
     assert_eq!(d.bbr.pacing_gain(), 1.25);
     let probing = 10e6 * 1.25 * 0.99;
     assert!((d.bbr.payload_pacing_rate().as_bps() as f64 - probing).abs() <= 2.0);
-    // Not application-limited (e.g. an RTO restart): no event.
+    // Not application-limited (e.g. an RTO restart): no event, even when the
+    // last ACK found cwnd not limiting (BBR asks `tp->app_limited`, not
+    // `tcp_is_cwnd_limited`).
+    d.cwnd_not_limiting = true;
+    d.ack(d.delivered, mbps(10), MSS, 0);
     d.bbr.on_packet_sent(d.now, MSS, MSS);
     assert!((d.bbr.payload_pacing_rate().as_bps() as f64 - probing).abs() <= 2.0);
+    d.cwnd_not_limiting = false;
     // The application ran dry, everything was ACKed, and now it sends again.
     d.app_limited = true;
     let start = d.delivered;

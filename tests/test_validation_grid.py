@@ -28,8 +28,12 @@ from fairlab.validation import grid
 #: share, ±0.03 of J of means) when the data was last refreshed (docs/validation/vm.md),
 #: for the whole grid and for its `core` slice.
 MIN_AGREEING = {
-    "full": 209,  # 2026-12-01: 209 of the 279 shipped cells (all but one of the grid), 30 simulator seeds each
-    "core": 38,  # the same table's 46 core cells (every pair at 100 ms, 1 BDP; 4 homogeneous)
+    # 2026-12-01: 203 of the 279 shipped cells (all but one of the grid), 90 simulator
+    # seeds each. Lowered from 209 (30 seeds): that was one draw of a count that four
+    # draws put at 197-209; with 90 seeds the build before the cwnd-limited change
+    # scores 204 (docs/validation/vm.md, "Linux's cwnd-limited window").
+    "full": 203,
+    "core": 36,  # the same table's 46 core cells (every pair at 100 ms, 1 BDP; 4 homogeneous); 36 before the change too
 }
 
 #: Which slice this run checks: ``core`` unless the environment asks for ``full``.

@@ -261,14 +261,23 @@ def test_new_data_leaves_in_linux_sized_bursts_as_the_kernels_does():
     # (the default) it releases what each ACK frees, two or four segments.
     kernel = _releases(pd.read_parquet(KERNEL_TRACE))
     deferring = _releases(_simulated_acks(True))
+    whole = {}
     for label, r in (("kernel", kernel), ("sim", deferring)):
         ca = r[(r["t"] >= 5) & (r["t"] < 8)]
         for flow, g in ca.groupby("flow"):
             sent = g[g["sent"] > 0]
-            assert (sent["sent"] == sent["autosize"]).mean() >= 0.8, (label, flow)
+            whole[label, flow] = (sent["sent"] == sent["autosize"]).mean()
+            assert whole[label, flow] >= 0.75, (label, flow)
             # Each ACK frees two segments: one ACK in autosize/2 releases a burst.
             idle = (g["sent"] == 0).mean()
             assert abs(idle - (1 - 2 / g["autosize"].median())) <= 0.05, (label, flow, idle)
+    # Whole-sized releases as often as the kernel's, flow by flow (kernel 0.86 on
+    # both; the rest are mostly two-segment releases after a pause of more than
+    # 1 ms, Linux's "the last write was not recent"). The simulator gives 0.80 on
+    # both since 2026-12-01 (Linux's sticky is_cwnd_limited); before, its flows
+    # parted (0.86 and 0.985), which this comparison would have refused.
+    for flow in (0, 1):
+        assert abs(whole["sim", flow] - whole["kernel", flow]) <= 0.1, (flow, whole)
     for flow in (0, 1):
         k = kernel[kernel["slow_start"] & (kernel["flow"] == flow)]
         s = deferring[deferring["slow_start"] & (deferring["flow"] == flow)]

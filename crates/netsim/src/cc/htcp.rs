@@ -434,7 +434,7 @@ impl CongestionControl for Htcp {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::{init, params, Harness};
+    use super::super::testkit::{ack_sample, init, params, Harness};
     use super::*;
     use netunits::SimDuration;
 
@@ -506,23 +506,7 @@ mod tests {
         // 2·1·(128 − 64) = 128 afterwards.
         let mut n = 0;
         let ack = |c: &mut Htcp| {
-            c.on_ack(&AckSample {
-                now: SimTime::from_millis(1),
-                acked_bytes: 1000,
-                acked_segments: 1,
-                cum_acked_segments: 1,
-                rtt: Some(SimDuration::from_millis(100)),
-                srtt: SimDuration::from_millis(100),
-                min_rtt: SimDuration::from_millis(100),
-                prior_in_flight: 1_000_000,
-                in_flight: 999_000,
-                app_limited: false,
-                conn_app_limited: false,
-                in_recovery: false,
-                rate: None,
-                tsval_ms: 0,
-                tsecr_ms: 0,
-            })
+            c.on_ack(&ack_sample(SimTime::from_millis(1), 1, SimDuration::from_millis(100), 999_000))
         };
         while c.s.w.cwnd == 1000 {
             ack(&mut c);

@@ -226,7 +226,7 @@ impl CongestionControl for Hybla {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::{init, params, Harness};
+    use super::super::testkit::{ack_sample, init, params, Harness};
     use super::*;
 
     fn hybla(rtt_ms: u64) -> Harness {
@@ -249,23 +249,7 @@ mod tests {
     fn rho_is_rtt_over_25ms_but_at_least_one() {
         for (rtt, rho) in [(10u64, 1.0), (25, 1.0), (100, 4.0), (600, 24.0)] {
             let mut c = Hybla::new(HyblaConfig::default(), &init(2));
-            c.on_ack(&AckSample {
-                now: SimTime::from_millis(1),
-                acked_bytes: 1000,
-                acked_segments: 1,
-                cum_acked_segments: 1,
-                rtt: Some(SimDuration::from_millis(rtt)),
-                srtt: SimDuration::from_millis(rtt),
-                min_rtt: SimDuration::from_millis(rtt),
-                prior_in_flight: 2000,
-                in_flight: 1000,
-                app_limited: false,
-                conn_app_limited: false,
-                in_recovery: false,
-                rate: None,
-                tsval_ms: 0,
-                tsecr_ms: 0,
-            });
+            c.on_ack(&ack_sample(SimTime::from_millis(1), 1, SimDuration::from_millis(rtt), 1000));
             assert!((c.rho() - rho).abs() < 1e-9, "RTT {rtt} ms: ρ = {}", c.rho());
         }
     }
@@ -284,23 +268,7 @@ mod tests {
     }
 
     fn ack_at(srtt: SimDuration, app_limited: bool) -> AckSample {
-        AckSample {
-            now: SimTime::from_millis(1),
-            acked_bytes: 1000,
-            acked_segments: 1,
-            cum_acked_segments: 1,
-            rtt: Some(srtt),
-            srtt,
-            min_rtt: srtt,
-            prior_in_flight: 2000,
-            in_flight: 1000,
-            app_limited,
-            conn_app_limited: false,
-            in_recovery: false,
-            rate: None,
-            tsval_ms: 0,
-            tsecr_ms: 0,
-        }
+        AckSample { app_limited, ..ack_sample(SimTime::from_millis(1), 1, srtt, 1000) }
     }
 
     /// ACKs (one segment each) until the window first grows.

@@ -344,7 +344,7 @@ impl CongestionControl for Illinois {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::{init, params, Harness};
+    use super::super::testkit::{ack_sample, init, params, Harness};
     use super::*;
 
     #[test]
@@ -377,21 +377,11 @@ mod tests {
         for (i, rtt) in [100u64, 200, 135].into_iter().enumerate() {
             let d = SimDuration::from_millis(rtt);
             c.on_ack(&AckSample {
-                now: SimTime::from_millis(1 + i as u64),
                 acked_bytes: 0,
-                acked_segments: 1,
-                cum_acked_segments: 1,
-                rtt: Some(d),
-                srtt: d,
                 min_rtt: SimDuration::from_millis(100),
                 prior_in_flight: 1_000_000,
-                in_flight: 1_000_000,
                 app_limited: true,
-                conn_app_limited: false,
-                in_recovery: false,
-                rate: None,
-                tsval_ms: 0,
-                tsecr_ms: 0,
+                ..ack_sample(SimTime::from_millis(1 + i as u64), 1, d, 1_000_000)
             });
         }
         c.s.cnt_rtt = 3;
@@ -412,21 +402,11 @@ mod tests {
         // the 100 SACKed behind it: at α = 1 (128/128) and W = 100 that is
         // ⌊100·128 >> 7⌋ = 100 ≥ W, so W becomes 101 and the counter restarts.
         let ack = |delivered: u32, passed: u32| AckSample {
-            now: SimTime::from_millis(1),
             acked_bytes: delivered as u64 * 1448,
-            acked_segments: delivered,
             cum_acked_segments: passed,
             rtt: None,
-            srtt: SimDuration::from_millis(100),
-            min_rtt: SimDuration::from_millis(100),
             prior_in_flight: 150_000,
-            in_flight: 145_000,
-            app_limited: false,
-            conn_app_limited: false,
-            in_recovery: false,
-            rate: None,
-            tsval_ms: 0,
-            tsecr_ms: 0,
+            ..ack_sample(SimTime::from_millis(1), delivered, SimDuration::from_millis(100), 145_000)
         };
         let mut c = Illinois::new(IllinoisConfig::default(), &init(10));
         (c.s.w.cwnd, c.s.w.ssthresh, c.s.w.cnt, c.s.alpha_fp) = (100, 100, 0, 128);

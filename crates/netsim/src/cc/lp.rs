@@ -287,6 +287,7 @@ impl CongestionControl for Lp {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testkit::ack_sample;
     use super::*;
     use crate::cc::testpath::{Path, Synth, PATH_MSS};
     use crate::cc::{build, CongestionSignal};
@@ -407,23 +408,8 @@ mod tests {
         s.now += ms_(1);
         let now_ms = ts_clock_ms(s.now);
         let flight = s.cc.cwnd();
-        s.cc.on_ack(&AckSample {
-            now: s.now,
-            acked_bytes: PATH_MSS,
-            acked_segments: 1,
-            cum_acked_segments: 1,
-            rtt: Some(ms_(100)),
-            srtt: ms_(100),
-            min_rtt: ms_(100),
-            prior_in_flight: flight,
-            in_flight: flight - PATH_MSS,
-            app_limited: false,
-            conn_app_limited: false,
-            in_recovery: false,
-            rate: None,
-            tsval_ms: now_ms - 50,
-            tsecr_ms: tsecr,
-        });
+        // One PATH_MSS segment (testkit's MSS is the same 1,000 bytes).
+        s.cc.on_ack(&AckSample { tsval_ms: now_ms - 50, tsecr_ms: tsecr, ..ack_sample(s.now, 1, ms_(100), flight - PATH_MSS) });
     }
 
     #[test]

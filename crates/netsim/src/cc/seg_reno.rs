@@ -218,6 +218,7 @@ impl RttRounds {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testkit::ack_sample;
     use super::*;
     use netunits::SimTime;
 
@@ -268,24 +269,7 @@ mod tests {
 
     /// One MSS-sized ACK at a time, with `in_flight` bytes left outstanding after it.
     fn seg_ack(in_flight: u64) -> AckSample {
-        let srtt = SimDuration::from_millis(100);
-        AckSample {
-            now: SimTime::from_millis(1),
-            acked_bytes: 1000,
-            acked_segments: 1,
-            cum_acked_segments: 1,
-            rtt: Some(srtt),
-            srtt,
-            min_rtt: srtt,
-            prior_in_flight: in_flight + 1000,
-            in_flight,
-            app_limited: false,
-            conn_app_limited: false,
-            in_recovery: false,
-            rate: None,
-            tsval_ms: 0,
-            tsecr_ms: 0,
-        }
+        ack_sample(SimTime::from_millis(1), 1, SimDuration::from_millis(100), in_flight)
     }
 
     #[test]

@@ -13,6 +13,32 @@ use netunits::{SimDuration, SimTime};
 /// MSS used by every controller test.
 pub(crate) const MSS: u64 = 1000;
 
+/// One ACK for controller tests: `segs` full segments newly and cumulatively
+/// acknowledged at `now`, an RTT sample (also the SRTT and the minimum) of `rtt`,
+/// `in_flight` bytes still out after it (`segs`·MSS more before it); the sender
+/// cwnd-limited and in Open, no rate sample, zero timestamps. A test changes what
+/// it needs with `AckSample { field: .., ..ack_sample(..) }`, so a new field of
+/// [`AckSample`] is given its test default here once.
+pub(crate) fn ack_sample(now: SimTime, segs: u32, rtt: SimDuration, in_flight: u64) -> AckSample {
+    AckSample {
+        now,
+        acked_bytes: segs as u64 * MSS,
+        acked_segments: segs,
+        cum_acked_segments: segs,
+        rtt: Some(rtt),
+        srtt: rtt,
+        min_rtt: rtt,
+        prior_in_flight: in_flight + segs as u64 * MSS,
+        in_flight,
+        app_limited: false,
+        conn_app_limited: false,
+        in_recovery: false,
+        rate: None,
+        tsval_ms: 0,
+        tsecr_ms: 0,
+    }
+}
+
 /// Build parameters from a JSON literal, e.g. `params(r#"{"beta": 0.5}"#)`.
 pub(crate) fn params(json: &str) -> Params {
     match serde_json::from_str::<serde_json::Value>(json).expect("test params are JSON") {
@@ -67,21 +93,11 @@ impl Harness {
         let inflight = self.cc.cwnd();
         let acked = segs as u64 * MSS;
         let a = AckSample {
-            now: self.now,
-            acked_bytes: acked,
-            acked_segments: segs,
-            cum_acked_segments: segs,
-            rtt: Some(self.rtt),
-            srtt: self.rtt,
             min_rtt: self.min_rtt,
             prior_in_flight: inflight,
-            in_flight: inflight.saturating_sub(acked),
             app_limited: self.app_limited,
-            conn_app_limited: false,
             in_recovery: self.in_recovery,
-            rate: None,
-            tsval_ms: 0,
-            tsecr_ms: 0,
+            ..ack_sample(self.now, segs, self.rtt, inflight.saturating_sub(acked))
         };
         self.cc.on_ack(&a);
     }

@@ -13,6 +13,7 @@
 //! the random loss uses a fixed xorshift stream.
 
 use super::{AckSample, CongestionControl, CongestionEvent, CongestionSignal, RateSample};
+use super::testkit::ack_sample;
 use crate::packet::ts_clock_ms;
 use netunits::{Bandwidth, SimDuration, SimTime};
 use std::cmp::Reverse;
@@ -304,23 +305,17 @@ impl Path {
             fl.cc.on_recovery_exit(now);
         }
         let a = AckSample {
-            now,
-            acked_bytes: PATH_MSS,
-            acked_segments: 1,
-            cum_acked_segments: 1,
-            rtt: Some(rtt),
             srtt,
             min_rtt,
             prior_in_flight,
-            in_flight: fl.inflight,
-            app_limited: false,
-            conn_app_limited: false,
             in_recovery: fl.recovery_point.is_some(),
             rate,
             // The receiver ACKs each segment on arrival, half the base RTT ago, and
             // echoes that segment's send time.
             tsval_ms: ts_clock_ms(SimTime::from_nanos(now.as_nanos().saturating_sub(fl.base_rtt.as_nanos() / 2))),
             tsecr_ms: ts_clock_ms(p.sent),
+            // One PATH_MSS segment (testkit's MSS is the same 1,000 bytes).
+            ..ack_sample(now, 1, rtt, fl.inflight)
         };
         fl.cc.on_ack(&a);
         let phase = fl.cc.metrics().phase;
@@ -369,23 +364,13 @@ impl<C: CongestionControl> Synth<C> {
         self.min_rtt = self.min_rtt.min(rtt);
         let flight = self.cc.cwnd().max(PATH_MSS);
         let a = AckSample {
-            now: self.now,
-            acked_bytes: PATH_MSS,
-            acked_segments: 1,
-            cum_acked_segments: 1,
-            rtt: Some(rtt),
-            srtt: rtt,
             min_rtt: self.min_rtt,
-            prior_in_flight: flight,
-            in_flight: flight - PATH_MSS,
-            app_limited: false,
-            conn_app_limited: false,
             in_recovery: self.in_recovery,
-            rate: None,
             // The segment left one RTT ago; its receiver ACKed it half the lowest
             // RTT ago (the rest of the RTT was queueing on the way there).
             tsval_ms: ts_clock_ms(SimTime::from_nanos(self.now.as_nanos().saturating_sub(self.min_rtt.as_nanos() / 2))),
             tsecr_ms: ts_clock_ms(SimTime::from_nanos(self.now.as_nanos().saturating_sub(rtt.as_nanos()))),
+            ..ack_sample(self.now, 1, rtt, flight - PATH_MSS)
         };
         self.cc.on_ack(&a);
     }

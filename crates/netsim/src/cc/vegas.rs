@@ -238,6 +238,7 @@ impl CongestionControl for Vegas {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testkit::ack_sample;
     use super::*;
     use crate::cc::testpath::{Path, Synth, PATH_MSS};
     use crate::cc::{build, CongestionSignal};
@@ -359,21 +360,10 @@ mod tests {
     /// segments in flight; `app_limited` is the sender's "cwnd is not the limit".
     fn seg_ack(v: &Vegas, segs: u64, left: u64, rtt: SimDuration, app_limited: bool) -> AckSample {
         AckSample {
-            now: SimTime::from_secs(1),
             acked_bytes: segs * v.mss,
-            acked_segments: segs as u32,
-            cum_acked_segments: segs as u32,
-            rtt: Some(rtt),
-            srtt: rtt,
-            min_rtt: rtt,
             prior_in_flight: (left + segs) * v.mss,
-            in_flight: left * v.mss,
             app_limited,
-            conn_app_limited: false,
-            in_recovery: false,
-            rate: None,
-            tsval_ms: 0,
-            tsecr_ms: 0,
+            ..ack_sample(SimTime::from_secs(1), segs as u32, rtt, left * v.mss)
         }
     }
 
@@ -465,23 +455,7 @@ mod tests {
         // without a `tcp_is_cwnd_limited` check. The 6.1 kernel's per-ACK trace
         // (vm backend, Vegas–Vegas at 100 ms) starts the data at cwnd 11; Reno,
         // CUBIC and TCP-LP, whose growth checks that the window was used, at 10.
-        let cookie_ack = AckSample {
-            now: SimTime::from_millis(200),
-            acked_bytes: 37,
-            acked_segments: 1,
-            cum_acked_segments: 1,
-            rtt: Some(BASE),
-            srtt: BASE,
-            min_rtt: BASE,
-            prior_in_flight: 37,
-            in_flight: 0,
-            app_limited: true,
-            conn_app_limited: false,
-            in_recovery: false,
-            rate: None,
-            tsval_ms: 0,
-            tsecr_ms: 0,
-        };
+        let cookie_ack = AckSample { acked_bytes: 37, prior_in_flight: 37, app_limited: true, ..ack_sample(SimTime::from_millis(200), 1, BASE, 0) };
         let after_cookie = CcInit { sent_before_attach: 37, ..init() };
         let mut v = Vegas::new(VegasConfig::default(), &after_cookie);
         v.on_ack(&cookie_ack);

@@ -225,7 +225,7 @@ impl CongestionControl for Veno {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::{init, params, Harness, MSS};
+    use super::super::testkit::{ack_sample, init, params, Harness, MSS};
     use super::*;
 
     fn veno() -> Harness {
@@ -244,23 +244,7 @@ mod tests {
     fn backlog_is_vegas_diff_times_base_rtt() {
         let mut c = Veno::new(VenoConfig::default(), &init(10));
         for rtt in [100u64, 100, 100, 125] {
-            c.on_ack(&AckSample {
-                now: SimTime::from_secs(1),
-                acked_bytes: 1000,
-                acked_segments: 1,
-                cum_acked_segments: 1,
-                rtt: Some(SimDuration::from_millis(rtt)),
-                srtt: SimDuration::from_millis(rtt),
-                min_rtt: SimDuration::from_millis(100),
-                prior_in_flight: 10_000,
-                in_flight: 9000,
-                app_limited: false,
-                conn_app_limited: false,
-                in_recovery: false,
-                rate: None,
-                tsval_ms: 0,
-                tsecr_ms: 0,
-            });
+            c.on_ack(&AckSample { min_rtt: SimDuration::from_millis(100), ..ack_sample(SimTime::from_secs(1), 1, SimDuration::from_millis(rtt), 9000) });
         }
         // Linux: 2N = 2W − ⌊2W·vBase/vRTT⌋ with W the window when N was
         // computed (before this ACK's slow-start increment), vRTT = µs + 1:

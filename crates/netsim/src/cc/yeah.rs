@@ -303,7 +303,7 @@ impl CongestionControl for Yeah {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testkit::{init, params, Harness};
+    use super::super::testkit::{ack_sample, init, params, Harness};
     use super::*;
 
     fn yeah() -> Harness {
@@ -389,23 +389,7 @@ mod tests {
 
     fn ack_at(y: &mut Yeah, rtt_ms: u64, app_limited: bool) {
         let rtt = SimDuration::from_millis(rtt_ms);
-        y.on_ack(&AckSample {
-            now: SimTime::from_secs(1),
-            acked_bytes: 1000,
-            acked_segments: 1,
-            cum_acked_segments: 1,
-            rtt: Some(rtt),
-            srtt: rtt,
-            min_rtt: SimDuration::from_millis(100),
-            prior_in_flight: 11_000,
-            in_flight: 10_000,
-            app_limited,
-            conn_app_limited: false,
-            in_recovery: false,
-            rate: None,
-            tsval_ms: 0,
-            tsecr_ms: 0,
-        });
+        y.on_ack(&AckSample { min_rtt: SimDuration::from_millis(100), app_limited, ..ack_sample(SimTime::from_secs(1), 1, rtt, 10_000) });
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use super::config::PACING_GAIN_CYCLE;
 use super::*;
+use crate::cc::testkit::ack_sample;
 use crate::cc::testpath::{first_time_in, Path, PATH_MSS};
 use crate::cc::{CcInit, RateSample};
 use netunits::{Bandwidth, SimDuration, SimTime};
@@ -62,15 +63,7 @@ impl Driver {
     fn ack_pkts(&mut self, pkts: u64, prior_delivered: u64, rate: Bandwidth, prior_in_flight: u64, in_flight: u64) {
         self.delivered += pkts * MSS;
         let a = AckSample {
-            now: self.now,
-            acked_bytes: pkts * MSS,
-            acked_segments: pkts as u32,
-            cum_acked_segments: pkts as u32,
-            rtt: Some(self.rtt),
-            srtt: self.rtt,
-            min_rtt: self.rtt,
             prior_in_flight,
-            in_flight,
             app_limited: self.app_limited || self.cwnd_not_limiting,
             conn_app_limited: self.app_limited,
             in_recovery: self.in_recovery,
@@ -82,8 +75,7 @@ impl Driver {
                 prior_delivered,
                 total_delivered: self.delivered,
             }),
-            tsval_ms: 0,
-            tsecr_ms: 0,
+            ..ack_sample(self.now, pkts as u32, self.rtt, in_flight)
         };
         self.bbr.on_ack(&a);
     }
@@ -307,21 +299,9 @@ fn app_limited_samples_cannot_lower_the_estimate_but_can_raise_it() {
     let limited = |d: &mut Driver, rate: Bandwidth| {
         d.delivered += MSS;
         let a = AckSample {
-            now: d.now,
-            acked_bytes: MSS,
-            acked_segments: 1,
-            cum_acked_segments: 1,
-            rtt: Some(d.rtt),
-            srtt: d.rtt,
-            min_rtt: d.rtt,
-            prior_in_flight: 10 * MSS,
-            in_flight: 9 * MSS,
             app_limited: true,
-            conn_app_limited: false,
-            in_recovery: false,
             rate: Some(RateSample { delivered: MSS, interval: d.rtt, delivery_rate: rate, is_app_limited: true, prior_delivered: start, total_delivered: d.delivered }),
-            tsval_ms: 0,
-            tsecr_ms: 0,
+            ..ack_sample(d.now, 1, d.rtt, 9 * MSS)
         };
         d.bbr.on_ack(&a);
     };

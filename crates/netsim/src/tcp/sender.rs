@@ -432,7 +432,7 @@ impl TcpSender {
             last_tx: SimTime::ZERO,
             skb_end: 0,
             max_wnd_segs: 0,
-            cwnd_limited: true,
+            cwnd_limited: false,
             is_cwnd_limited: false,
             max_packets_out: 0,
             cwnd_usage_seq: 0,

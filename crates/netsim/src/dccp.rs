@@ -37,9 +37,15 @@
 //!   loss are compiled out of Linux (`#if 0`), and Acks are never lost here.
 //!   The sender's own Sequence Window, which Linux grows in step with cwnd (×2
 //!   while cwnd·5 ≥ it), never limits the window and is not modelled.
-//! - The Ack Vector is carried compressed ([`Ack::vector`]): the greatest sequence
-//!   received, a bitmap of the 128 sequence numbers below it and the run of
-//!   received packets below those (a real Ack Vector's run-length bytes).
+//! - The Ack Vector (RFC 4340 §11.4) is kept whole at the receiver
+//!   ([`AckVector`]): for each packet, the number of the first Ack that reports
+//!   it. Linux's is run-length coded in up to 506 bytes (`DCCPAV_MAX_ACKVEC_LEN`,
+//!   net/dccp/ackvec.h) and trimmed as the sender acknowledges the receiver's
+//!   Acks, so it describes every packet of a window however many holes the window
+//!   has; the receiver never acknowledges early for lack of room. (Until
+//!   2026-12-01 the simulator carried a 128-packet bitmap and acknowledged early
+//!   when a hole was about to leave it: docs/validation/vm.md, "CCID2's Ack
+//!   Vector".)
 //! - The receiver sends an Ack on every R-th data packet and at no other time:
 //!   Linux 6.1's DCCP has no delayed-Ack timer in the OPEN state
 //!   (`dccp_send_delayed_ack` is compiled out), so when fewer than R packets can
@@ -57,8 +63,6 @@ use crate::rtt::RttEstimator;
 
 /// RFC 4341 §6.1 / Linux NUMDUPACK.
 const NUMDUPACK: u64 = 3;
-/// Width of the compressed Ack Vector.
-const VECTOR_BITS: u64 = 128;
 /// The receiver's Sequence Window as the sender knows it (Linux `dccps_r_seq_win`).
 /// It starts at the `net.dccp.default.seq_window` sysctl, 100, but the receiver's
 /// own CCID2 halves it as soon as one packet the receiver sent as data is
@@ -389,7 +393,7 @@ impl DccpSender {
         }
     }
 
-    fn on_ack(&mut self, now: SimTime, ack: &Ack, out: &mut Vec<Pkt>) {
+    fn on_ack(&mut self, now: SimTime, ack: &Ack, vector: &AckVector, out: &mut Vec<Pkt>) {
         if !self.started {
             return;
         }
@@ -418,10 +422,8 @@ impl DccpSender {
         let mut maxincr = self.ack_ratio.div_ceil(2);
         let mut newly = 0u64;
         if hi >= self.base && hi < self.next_seq {
-            let lo = self.base.max(hi.saturating_sub(VECTOR_BITS + ack.run_below));
-            for seq in lo..=hi {
-                let received = seq == hi || reported(hi, ack.vector(), ack.run_below, seq);
-                if !received {
+            for seq in self.base..=hi {
+                if !vector.reports(ack.ack_seq, seq) {
                     continue;
                 }
                 let d = &mut self.ring[(seq - self.base) as usize];
@@ -554,15 +556,51 @@ impl DccpSender {
     }
 }
 
-/// Whether an Ack of `hi` with Ack Vector `vector` and `run_below` received packets
-/// below it says that packet `seq` (< `hi`) arrived — the one reading of the
-/// compressed vector, shared by the receiver that builds it and the sender that reads it.
-fn reported(hi: u64, vector: u128, run_below: u64, seq: u64) -> bool {
-    let k = hi - 1 - seq;
-    if k < VECTOR_BITS {
-        (vector >> k) & 1 == 1
-    } else {
-        seq + VECTOR_BITS + run_below >= hi
+/// Linux's Ack Vector, as the sender reads it (RFC 4340 §11.4; net/dccp/ackvec.c):
+/// for every packet from the oldest the sender still asks about, the number of
+/// the first Ack that reports it. An Ack numbered `a` reports exactly the packets
+/// that had arrived when it left, however long the vector's run-length coding
+/// would be (see the module notes).
+#[derive(Debug, Default)]
+pub(crate) struct AckVector {
+    /// Sequence number of `first_ack[0]`.
+    base: u64,
+    first_ack: VecDeque<u64>,
+}
+
+/// In [`AckVector`]: not (yet) received.
+const NOT_RECEIVED: u64 = u64::MAX;
+
+impl AckVector {
+    /// Packet `seq` arrived; the receiver's next Ack is numbered `next_ack`.
+    fn record(&mut self, seq: u64, next_ack: u64) {
+        if seq < self.base {
+            return; // below what the sender asks about: a duplicate
+        }
+        let i = (seq - self.base) as usize;
+        while self.first_ack.len() <= i {
+            self.first_ack.push_back(NOT_RECEIVED);
+        }
+        if self.first_ack[i] == NOT_RECEIVED {
+            self.first_ack[i] = next_ack;
+        }
+    }
+
+    /// Whether the Ack numbered `ack_seq` reports packet `seq` as received.
+    fn reports(&self, ack_seq: u64, seq: u64) -> bool {
+        seq >= self.base && self.first_ack.get((seq - self.base) as usize).is_some_and(|&a| a <= ack_seq)
+    }
+
+    /// The sender no longer asks about packets below `seq` (Linux trims its
+    /// buffer as the sender acknowledges Acks, `dccp_ackvec_clear_state`).
+    fn forget_below(&mut self, seq: u64) {
+        while self.base < seq {
+            if self.first_ack.pop_front().is_none() {
+                self.base = seq;
+                break;
+            }
+            self.base += 1;
+        }
     }
 }
 
@@ -570,14 +608,10 @@ fn reported(hi: u64, vector: u128, run_below: u64, seq: u64) -> bool {
 #[derive(Debug)]
 pub(crate) struct DccpReceiver {
     hi: Option<u64>,
-    vector: u128,
+    pub(crate) vector: AckVector,
     pending: u64,
-    last_acked_hi: u64,
     ce_count: u64,
     ack_seq: u64,
-    /// Consecutive packets received just below the vector's window, ending at
-    /// `hi - VECTOR_BITS - 1` (what a run-length Ack Vector says in one byte).
-    run_below: u64,
     /// 2.6.22 rules only: a leftover is flushed after this long (see the module
     /// notes); Linux 6.1's receiver has no such timer.
     delack_timeout: Option<SimDuration>,
@@ -589,50 +623,14 @@ impl DccpReceiver {
     fn new(delack_timeout: Option<SimDuration>) -> Self {
         DccpReceiver {
             hi: None,
-            vector: 0,
+            vector: AckVector::default(),
             pending: 0,
-            last_acked_hi: 0,
             ce_count: 0,
             ack_seq: 0,
-            run_below: 0,
             delack_timeout,
             delack_deadline: SimTime::MAX,
             app_bytes: 0,
         }
-    }
-
-    /// When `hi` moves from `h` to `s`, the packets `h - 128 ..= s - 129` leave the
-    /// vector's window: received ones extend the run below it, a hole ends it.
-    /// Returns whether a received, unreported packet would leave what an Ack can
-    /// describe (a hole leaving with it above), so the receiver must acknowledge
-    /// first, and the run after the move.
-    fn run_after(&self, h: u64, s: u64) -> (bool, u64) {
-        let mut run = self.run_below;
-        let mut needs_ack = false;
-        if s <= VECTOR_BITS {
-            return (false, run);
-        }
-        let mut seq = h.saturating_sub(VECTOR_BITS);
-        while seq <= s - VECTOR_BITS - 1 {
-            // Above the old `hi` nothing has arrived.
-            let got = seq == h || (seq < h && self.has(h, seq));
-            if got {
-                run += 1;
-            } else {
-                needs_ack |= run > 0 && seq > self.last_acked_hi + 1;
-                run = 0;
-                if seq > h {
-                    break; // holes up to `s - 129`
-                }
-            }
-            seq += 1;
-        }
-        (needs_ack, run)
-    }
-
-    /// Whether packet `seq` (below `hi`) has arrived, as the current state says.
-    fn has(&self, hi: u64, seq: u64) -> bool {
-        reported(hi, self.vector, self.run_below, seq)
     }
 
     fn on_data(&mut self, now: SimTime, pkt: &Pkt) -> Option<Ack> {
@@ -642,45 +640,11 @@ impl DccpReceiver {
         // Datagrams are delivered to the application as they arrive (RFC 4340 §1).
         self.app_bytes += pkt.len as u64;
         let s = pkt.seq;
-        let mut forced = None;
-        match self.hi {
-            None => {
-                self.hi = Some(s);
-                self.vector = 0;
-            }
-            Some(h) if s > h => {
-                // The packets that leave the vector's window join the run below it,
-                // or end it at a hole. Received packets below a hole can no longer
-                // be described once the hole leaves, so if any of them is still
-                // unreported the receiver acknowledges first (Linux's Ack Vector is
-                // run-length coded and long enough never to need this).
-                let (needs_ack, run) = self.run_after(h, s);
-                if needs_ack {
-                    forced = Some(self.make_ack());
-                }
-                self.run_below = run;
-                let shift = s - h;
-                self.vector = if shift > VECTOR_BITS {
-                    0
-                } else if shift == VECTOR_BITS {
-                    1u128 << (VECTOR_BITS - 1)
-                } else {
-                    (self.vector << shift) | (1u128 << (shift - 1))
-                };
-                self.hi = Some(s);
-            }
-            Some(h) if s < h => {
-                let k = h - 1 - s;
-                if k < VECTOR_BITS {
-                    self.vector |= 1u128 << k;
-                }
-            }
-            Some(_) => {}
+        if self.hi.is_none_or(|h| s > h) {
+            self.hi = Some(s);
         }
+        self.vector.record(s, self.ack_seq);
         self.pending += 1;
-        if forced.is_some() {
-            return forced;
-        }
         let r = (pkt.aux as u64).max(1);
         // One Ack per R data packets (RFC 4341 §6.1.2; Linux `ccid2_hc_rx_packet_recv`).
         if self.pending >= r {
@@ -708,8 +672,7 @@ impl DccpReceiver {
         self.pending = 0;
         self.delack_deadline = SimTime::MAX;
         let hi = self.hi.unwrap_or(0);
-        self.last_acked_hi = hi;
-        let a = Ack::new(hi, self.vector, self.run_below, self.ce_count, self.ack_seq);
+        let a = Ack::new(hi, self.ce_count, self.ack_seq);
         self.ack_seq += 1;
         a
     }
@@ -750,7 +713,8 @@ impl DccpFlow {
     }
     #[inline]
     pub fn on_ack(&mut self, now: SimTime, ack: &Ack, out: &mut Vec<Pkt>) {
-        self.snd.on_ack(now, ack, out);
+        self.snd.on_ack(now, ack, &self.rcv.vector, out);
+        self.rcv.vector.forget_below(self.snd.base);
     }
     #[inline]
     pub fn on_data(&mut self, now: SimTime, pkt: &Pkt) -> Option<Ack> {
@@ -818,21 +782,22 @@ mod tests {
     #[test]
     fn an_ack_ratio_above_128_is_one_ack_that_reports_every_packet() {
         // Linux's Ack Vector is run-length coded: one Ack per R packets whatever R,
-        // and the Ack accounts for all of them (the 128-bit vector plus the run below).
+        // and the Ack accounts for all of them.
         let (mut s, out) = sender_with(300, 200);
         assert_eq!(out.len(), 300);
         let mut rcv = DccpReceiver::new(None);
         let acks: Vec<Ack> = out.iter().filter_map(|p| rcv.on_data(SimTime::from_millis(50), p)).collect();
         assert_eq!(acks.len(), 1, "one Ack per 200 packets, none forced");
-        s.on_ack(SimTime::from_millis(100), &acks[0], &mut Vec::new());
+        s.on_ack(SimTime::from_millis(100), &acks[0], &rcv.vector, &mut Vec::new());
         assert_eq!((s.acked_total, s.lost_total), (200, 0));
     }
 
     #[test]
-    fn a_hole_leaving_the_vector_makes_the_receiver_report_what_lies_below_it() {
-        // Packet 5 is lost. When it would leave the 128-packet window (on the arrival
-        // of packet 134) packets 0-4 would become indescribable, so the receiver
-        // acknowledges then; every packet that arrived is reported, and the hole is
+    fn a_hole_does_not_make_the_receiver_acknowledge_early() {
+        // Packet 5 is lost, R = 200. Linux's receiver acknowledges on the 200th
+        // packet it receives (`ccid2_hc_rx_packet_recv`) and at no other time: its
+        // run-length Ack Vector describes any number of holes, so nothing forces
+        // an earlier Ack. That Ack reports the 200 that arrived, and packet 5 is
         // declared lost once three later packets are acknowledged.
         let (mut s, out) = sender_with(400, 200);
         let mut rcv = DccpReceiver::new(None);
@@ -842,16 +807,27 @@ mod tests {
                 acks.push((p.seq, a));
             }
         }
-        assert_eq!(acks[0].0, 134, "the forced Ack comes as packet 5 leaves the window");
-        assert_eq!(acks[0].1.cum, 133);
-        // Then one Ack per 200 packets again: 134 counted, the 200th is 333.
-        assert_eq!(acks.iter().map(|(seq, _)| *seq).collect::<Vec<_>>(), vec![134, 333]);
-        assert_eq!(acks[1].1.run_below, 333 - 128 - 6, "packets 6..=204 below the vector");
-        for (_, a) in &acks {
-            s.on_ack(SimTime::from_millis(100), a, &mut Vec::new());
-        }
-        assert_eq!(s.acked_total, 333, "0..=333 but packet 5");
-        assert_eq!(s.lost_total, 1);
+        assert_eq!(acks.iter().map(|(seq, _)| *seq).collect::<Vec<_>>(), vec![200], "one Ack, on the 200th arrival");
+        s.on_ack(SimTime::from_millis(100), &acks[0].1, &rcv.vector, &mut Vec::new());
+        assert_eq!((s.acked_total, s.lost_total), (200, 1), "0..=200 but packet 5");
+    }
+
+    #[test]
+    fn an_ack_reports_what_had_arrived_when_it_left() {
+        // R = 2: packets 0 and 2 arrive, the Ack of 2 leaves; packet 1 arrives late
+        // (reordered). That Ack, processed after packet 1's arrival, still does not
+        // report it (Linux's Ack Vector is copied into the Ack as it leaves); the
+        // next Ack does.
+        let (mut s, out) = sender_with(10, 2);
+        let mut rcv = DccpReceiver::new(None);
+        assert!(rcv.on_data(SimTime::from_millis(50), &out[0]).is_none());
+        let first = rcv.on_data(SimTime::from_millis(50), &out[2]).expect("the second packet is acknowledged");
+        assert!(rcv.on_data(SimTime::from_millis(51), &out[1]).is_none());
+        s.on_ack(SimTime::from_millis(100), &first, &rcv.vector, &mut Vec::new());
+        assert_eq!(s.acked_total, 2, "packets 0 and 2");
+        let second = rcv.on_data(SimTime::from_millis(52), &out[3]).expect("two more packets: an Ack");
+        s.on_ack(SimTime::from_millis(102), &second, &rcv.vector, &mut Vec::new());
+        assert_eq!((s.acked_total, s.lost_total), (4, 0), "packet 1 was late, not lost");
     }
 
     #[test]
@@ -882,7 +858,7 @@ mod tests {
         assert_eq!(acks.len(), 2, "Ack Ratio 2: one Ack per two packets");
         let mut out2 = Vec::new();
         for a in &acks {
-            s.on_ack(SimTime::from_millis(100), a, &mut out2);
+            s.on_ack(SimTime::from_millis(100), a, &rcv.vector, &mut out2);
         }
         // Linux slow start: +1 per two acknowledged packets, at most ⌈R/2⌉ = 1
         // per Ack: 4 + 2 = 6, all 6 in flight.
@@ -906,12 +882,12 @@ mod tests {
         }
         let a = last.unwrap();
         let mut o = Vec::new();
-        s.on_ack(SimTime::from_millis(100), &a, &mut o);
+        s.on_ack(SimTime::from_millis(100), &a, &rcv.vector, &mut o);
         assert_eq!(s.lost_total, 0, "only two packets acked above the holes");
         // one more packet (seq 4..) arrives
         for p in &o {
             if let Some(a) = rcv.on_data(SimTime::from_millis(150), p) {
-                s.on_ack(SimTime::from_millis(200), &a, &mut Vec::new());
+                s.on_ack(SimTime::from_millis(200), &a, &rcv.vector, &mut Vec::new());
             }
         }
         assert_eq!(s.lost_total, 2);
@@ -943,7 +919,7 @@ mod tests {
             acks_last = acks.len();
             let mut next = Vec::new();
             for a in &acks {
-                s.on_ack(*t, a, &mut next);
+                s.on_ack(*t, a, &rcv.vector, &mut next);
             }
             out = next;
         }
@@ -981,7 +957,7 @@ mod tests {
         let mut rcv = DccpReceiver::new(None);
         let deliver = |s: &mut DccpSender, rcv: &mut DccpReceiver, p: &Pkt, at: SimTime, next: &mut Vec<Pkt>| {
             let a = rcv.on_data(at, p).expect("R = 1: one Ack per packet");
-            s.on_ack(at, &a, next);
+            s.on_ack(at, &a, &rcv.vector, next);
         };
         let mut next = Vec::new();
         deliver(&mut s, &mut rcv, &out[1], t12, &mut next);

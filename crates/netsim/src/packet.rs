@@ -198,20 +198,13 @@ impl TcpAck {
     }
 }
 
-/// A DCCP-Ack (RFC 4340 §5.3, with the CCID2 feedback of RFC 4341 §5).
+/// A DCCP-Ack (RFC 4340 §5.3, with the CCID2 feedback of RFC 4341 §5). Its Ack
+/// Vector is not carried here: the flow's receiver keeps what each Ack reports
+/// (`dccp::AckVector`), by this Ack's number.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct DccpAck {
     /// Greatest sequence number received (RFC 4340 §5.3 Acknowledgement Number).
     pub cum: u64,
-    /// Ack Vector, compressed: bit k set ⇔ packet `cum - 1 - k` was received
-    /// (RFC 4340 §11.4). Two words, low first: a `u128` field would align the
-    /// whole [`Ack`] to 16 bytes.
-    vector: [u64; 2],
-    /// Below the vector's 128 packets, the run of received packets that ends at
-    /// `cum - 129` (one run-length byte of a real Ack Vector). The receiver
-    /// acknowledges early rather than let a received, unreported packet fall out
-    /// of what these two fields can say.
-    pub run_below: u64,
     /// Cumulative count of CE-marked packets received (the "ECN marked" state of
     /// the Ack Vector, RFC 4340 §11.4, summarised).
     pub ce_count: u64,
@@ -221,14 +214,9 @@ pub(crate) struct DccpAck {
 }
 
 impl DccpAck {
-    /// An Ack of `cum` with Ack Vector `vector`.
-    pub fn new(cum: u64, vector: u128, run_below: u64, ce_count: u64, ack_seq: u64) -> Self {
-        DccpAck { cum, vector: [vector as u64, (vector >> 64) as u64], run_below, ce_count, ack_seq }
-    }
-    /// The Ack Vector (see the field).
-    #[inline]
-    pub fn vector(&self) -> u128 {
-        self.vector[0] as u128 | (self.vector[1] as u128) << 64
+    /// The Ack numbered `ack_seq` of `cum`.
+    pub fn new(cum: u64, ce_count: u64, ack_seq: u64) -> Self {
+        DccpAck { cum, ce_count, ack_seq }
     }
 }
 

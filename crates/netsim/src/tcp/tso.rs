@@ -136,9 +136,8 @@ pub(crate) fn next_skb(s: &SendState) -> Next {
     match s.head_sent {
         None => return send,
         Some(h) => {
-            let srtt = s.srtt.as_nanos();
-            let threshold = (srtt / 2).min(1_000_000);
-            if h.as_nanos() + srtt > s.now.as_nanos() + threshold {
+            let soon = SimDuration::from_nanos(s.srtt.as_nanos() / 2).min(SimDuration::from_millis(1));
+            if h + s.srtt > s.now + soon {
                 return send;
             }
         }

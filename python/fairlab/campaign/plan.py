@@ -211,6 +211,11 @@ class Campaign:
     def count(self, kind: str | None = None) -> int:
         return sum(1 for t in self.tasks if kind is None or t.kind == kind)
 
+    @property
+    def keys(self) -> frozenset[str]:
+        """The run keys (content addresses) this plan reads and writes in a store."""
+        return frozenset(t.key for t in self.tasks)
+
 
 def _points(sweep: dict[str, list[Any]], mode: str, source: str) -> list[dict[str, Any]]:
     if not sweep:

@@ -38,7 +38,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,7 @@ REQUIRED = ("samples.parquet", "flows.parquet", RUN_JSON)
 #: resolved scenario, backend, fairlab version and engine build (or kernel), so runs
 #: made before any of them changed stay in the store under other keys.
 OTHER_ADDRESS = "another engine build, fairlab version or scenario"
+
 
 class StoreError(ValueError):
     """The directory is not a campaign store, holds a different campaign, is busy,
@@ -363,7 +364,7 @@ class Store:
         self.failed_dir.mkdir(parents=True, exist_ok=True)
         self._atomic_write(self.failed_dir / f"{task.key}.json", json.dumps({"key": task.key, "label": task.label, "kind": task.kind, "run_index": task.run_index, "seed": task.seed, "reason": reason}, indent=2).encode())
 
-    def failures_of(self, keys: set[str]) -> tuple[list[dict[str, Any]], int]:
+    def failures_of(self, keys: Set[str]) -> tuple[list[dict[str, Any]], int]:
         """The failure records of the runs ``keys`` address (a plan's tasks), and how
         many other records the store holds: failures of runs an older engine build,
         fairlab version or scenario addressed differently (`OTHER_ADDRESS`), which say

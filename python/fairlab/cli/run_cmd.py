@@ -177,7 +177,7 @@ def _say_what_happened(campaign, report, store, out_dir: Path, out: Console) -> 
         f"campaign [bold]{campaign.name}[/]: {report.total} runs — {report.skipped} already done, "
         f"{report.done} run now, {report.failed} failed ({report.wall_s:.1f} s)"
     )
-    failures, elsewhere = store.failures_of({t.key for t in campaign.tasks})
+    failures, elsewhere = store.failures_of(campaign.keys)
     for f in failures:
         out.print(f"[red]failed[/] {escape(f['label'])} run {f['run_index']}: {escape(f['reason'].splitlines()[0])}")
     if elsewhere:
@@ -211,7 +211,7 @@ def campaign_document(campaign, report, out_dir: Path) -> dict:
         "failures": [
             {"key": f.get("key"), "label": f.get("label"), "kind": f.get("kind"), "run_index": f.get("run_index"),
              "reason": str(f.get("reason", "")).splitlines()[0] if f.get("reason") else ""}
-            for f in Store(out_dir).failures_of({t.key for t in campaign.tasks})[0]
+            for f in Store(out_dir).failures_of(campaign.keys)[0]
         ],
     }
 

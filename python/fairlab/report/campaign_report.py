@@ -267,7 +267,7 @@ def write_report(
     say("reading and analysing the runs")
     results = aggregate(store, camp)
     stored = store.done_keys()
-    planned = {t.key for t in camp.tasks}
+    planned = camp.keys
     unused = len(stored - planned)
     if not results or all(not r.runs for r in results):
         other = f" {unused} stored run(s) were made by {OTHER_ADDRESS}, so they have other content addresses;" if unused else ""

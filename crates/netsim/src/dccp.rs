@@ -607,6 +607,10 @@ impl AckVector {
 /// The CCID 2 receiver: Ack Vector and Ack Ratio.
 #[derive(Debug)]
 pub(crate) struct DccpReceiver {
+    /// GSR, the greatest sequence number received (RFC 4340 §7.1), which every Ack
+    /// carries as its Acknowledgement Number. Kept apart from the vector's last
+    /// entry because the vector forgets what the sender has moved past, and a
+    /// packet the sender already gave up on (after a timeout) can still arrive.
     hi: Option<u64>,
     pub(crate) vector: AckVector,
     pending: u64,

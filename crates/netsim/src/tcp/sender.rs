@@ -484,6 +484,14 @@ impl TcpSender {
         (out + self.retrans_out).saturating_sub(sacked + self.lost_out)
     }
 
+    /// Linux `tp->app_limited != 0`: a rate sample taken now may be limited by the
+    /// application, not the network (`tcp_rate.c`), until the data outstanding when
+    /// that was found has been delivered.
+    #[inline]
+    fn conn_app_limited(&self) -> bool {
+        self.app_limited_until != 0
+    }
+
     #[inline]
     fn pipe_bytes(&self) -> u64 {
         self.pipe() * self.cfg.mss as u64
@@ -829,7 +837,7 @@ impl TcpSender {
             delivered_time: self.delivered_time,
             first_tx: self.first_tx_time,
             flags: 0,
-            app_limited: self.app_limited_until != 0,
+            app_limited: self.conn_app_limited(),
         };
         let mut flags = 0u8;
         if retrans {
@@ -1269,7 +1277,7 @@ impl TcpSender {
             self.delivered += newly_bytes;
             self.delivered_time = now;
         }
-        if self.app_limited_until != 0 && self.delivered > self.app_limited_until {
+        if self.conn_app_limited() && self.delivered > self.app_limited_until {
             self.app_limited_until = 0;
         }
         if rs.valid && newly_bytes > 0 {
@@ -1306,7 +1314,7 @@ impl TcpSender {
                 // growing cwnd).
                 app_limited: !(self.is_cwnd_limited
                     || (self.cc.cwnd() < self.cc.ssthresh() && self.cwnd_segs() < 2 * self.max_packets_out)),
-                conn_app_limited: self.app_limited_until != 0,
+                conn_app_limited: self.conn_app_limited(),
                 // Loss-based controllers grow only on ACKs that advance the
                 // cumulative ACK point outside recovery (Linux tcp_may_raise_cwnd:
                 // FLAG_DATA_ACKED). After an RTO (Loss state) an ACK that only SACKs
@@ -1462,7 +1470,7 @@ impl TcpSender {
             in_flight: 0,
             // Linux `tcp_is_cwnd_limited`: one packet was out, cwnd is not below 2.
             app_limited: self.cwnd_segs() >= 2,
-            conn_app_limited: self.app_limited_until != 0,
+            conn_app_limited: self.conn_app_limited(),
             in_recovery: false,
             rate: None,
             tsval_ms: ts_ms32(now, ack.tsval),

@@ -254,3 +254,7 @@ def validate(
                       + ", ".join(escape(c.id) for c in cannot) + " (docs/validation/vm.md)")
     console.print(f"{counts.get('agree', 0)} of {len(table)} cells agree, {counts.get('differs', 0)} differ significantly, "
                   f"{counts.get('inconclusive', 0)} inconclusive (too few seeds to call); table in {out / 'grid.md'}")
+    chance = table["agree_chance"].dropna()
+    if len(chance):
+        console.print(f"ceiling: a simulator whose runs were draws of the kernel's own would agree in about "
+                      f"{chance.sum():.0f} of {len(chance)} with these kernel seeds (docs/validation/vm.md, \"The grid's ceiling\")")

@@ -45,6 +45,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import power
+
 #: The grid's fixed set-up (seed 001's testbed scaled in time; docs/validation/vm.md).
 RATE = "100Mbit"
 DURATION_S = 60
@@ -384,7 +386,8 @@ def compare(sim: pd.DataFrame, vm: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for cell_id in [c for c in dict.fromkeys(vm["cell"]) if c in set(sim["cell"])]:
         s, v = sim[sim["cell"] == cell_id], vm[vm["cell"] == cell_id]
-        if len(set(Cell.from_id(cell_id).flows)) == 1:
+        alike = len(set(Cell.from_id(cell_id).flows)) == 1
+        if alike:
             # Identical flows are exchangeable: which one wins a run is chance, so the
             # shares are compared by rank (largest first in every run), not by index.
             s, v = _ranked(s), _ranked(v)
@@ -406,6 +409,9 @@ def compare(sim: pd.DataFrame, vm: pd.DataFrame) -> pd.DataFrame:
             misses.append(f"J off by {j_gap:.3f}")
             significant |= _significant(sj, vj)
         verdict = "agree" if not misses else ("differs" if significant else "inconclusive")
+        runs_share, runs_j = power.per_seed(s, ranked=alike)
+        chance = power.agreement_chance(runs_share, runs_j, int(vj.size), share_points=SHARE_POINTS,
+                                        jain_tolerance=JAIN_TOLERANCE)
         rows.append({
             "cell": cell_id,
             "sim_shares": "/".join(f"{x:.0f}" for x in s_share),
@@ -422,8 +428,25 @@ def compare(sim: pd.DataFrame, vm: pd.DataFrame) -> pd.DataFrame:
             "seeds_sim": int(sj.size), "seeds_vm": int(vj.size),
             "agree": verdict == "agree", "verdict": verdict, "difference": "; ".join(misses) or "—",
             "spread": spread_verdict(sj, vj),
+            # How often a simulator exactly like the kernel would agree here with this
+            # many kernel seeds (validation.power): the cell's share of the ceiling.
+            "agree_chance": chance,
         })
     return pd.DataFrame(rows)
+
+
+def _ceiling_sentence(table: pd.DataFrame) -> str:
+    """The footer's reading of the count against what the kernel's seeds allow."""
+    chance = table["agree_chance"].dropna() if "agree_chance" in table else pd.Series(dtype=float)
+    if chance.empty:
+        return ""
+    low = table[table["agree_chance"] < 0.8]
+    clear = table[(table["agree_chance"] >= 0.9) & ~table["agree"].astype(bool)]
+    return (f"Ceiling: a simulator whose runs were draws of the kernel's own would agree in about "
+            f"{chance.sum():.0f} of these {len(chance)} cells ({100 * chance.mean():.0f} %) with the kernel seeds "
+            f"shipped (validation/power.py: the simulator's runs resampled as the kernel's); "
+            f"{len(low)} cells give it less than an 80 % chance. The simulator's clearest departures, "
+            f"cells it misses where such a simulator would agree at least 90 % of the time: {len(clear)}.\n\n")
 
 
 def spread_verdict(sim_j: pd.Series, vm_j: pd.Series) -> str:
@@ -498,6 +521,7 @@ def markdown(table: pd.DataFrame) -> str:
     foot = (f"\n{agree} of {n} cells agree ({100 * agree / n:.0f} %); {differs} differ significantly "
             f"(Welch's t-test over seeds, p < {SIGNIFICANCE}); {unsure} miss the tolerance by less than "
             "the seeds can resolve (inconclusive).\n\n"
+            + _ceiling_sentence(table) +
             f"Spread of J over seeds (standard deviations floored at {SPREAD_FLOOR}) within a factor of "
             f"{SPREAD_FACTOR:g} of the kernel's: {int(spreads.get('within', 0))} of {n} cells; "
             f"{int(spreads.get('unresolved', 0))} unresolved (outside the factor, but inside the 95 % F-interval "

@@ -105,5 +105,5 @@ def test_the_grid_table_reports_each_cells_chance_and_the_ceiling():
     table = grid.compare(data[data.backend == "sim"], data[data.backend == "vm"])
     # Shares with σ = 2 points and J fixed: 5 / (2 · sqrt(1/3 + 1/87)) = 4.3 σ, a sure agreement.
     assert table.iloc[0]["agree_chance"] > 0.99
-    assert "Ceiling: a simulator whose runs were draws of the kernel's own would agree in about 1 of these 1 cells" \
+    assert "Ceiling (column \"chance\", summed): a simulator whose runs were draws of the kernel's own would agree in about 1.0 of these 1 cells" \
         in grid.markdown(table)

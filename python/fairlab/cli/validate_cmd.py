@@ -22,17 +22,21 @@ def committed_vm_results() -> Path:
     return Path(str(resources.files("fairlab.validation") / "data" / "vm-grid.csv"))
 
 
+def _chance(x: float) -> str:
+    return "—" if pd.isna(x) else f"{x:.2f}"
+
+
 def _print_table(table: pd.DataFrame) -> None:
     from rich.table import Table
 
     t = Table(title="simulator vs kernel, cell by cell (shares in %, J of means over seeds)", title_justify="left")
-    for c in ("cell", "sim shares", "vm shares", "sim J", "vm J", "seeds", "verdict"):
-        t.add_column(c, justify="right" if c in ("sim J", "vm J", "seeds") else "left")
+    for c in ("cell", "sim shares", "vm shares", "sim J", "vm J", "seeds", "chance", "verdict"):
+        t.add_column(c, justify="right" if c in ("sim J", "vm J", "seeds", "chance") else "left")
     for r in table.itertuples():
         colour = {"agree": "green", "differs": "red"}.get(r.verdict, "yellow")
         verdict = f"[{colour}]{escape(r.verdict if r.agree else f'{r.verdict}: {r.difference}')}[/]"
         t.add_row(escape(r.cell.replace("|", " · ")), r.sim_shares, r.vm_shares, f"{r.sim_j:.3f}", f"{r.vm_j:.3f}",
-                  f"{r.seeds_sim}/{r.seeds_vm}", verdict)
+                  f"{r.seeds_sim}/{r.seeds_vm}", _chance(r.agree_chance), verdict)
     console.print(t)
 
 
@@ -256,5 +260,5 @@ def validate(
                   f"{counts.get('inconclusive', 0)} inconclusive (too few seeds to call); table in {out / 'grid.md'}")
     chance = table["agree_chance"].dropna()
     if len(chance):
-        console.print(f"ceiling: a simulator whose runs were draws of the kernel's own would agree in about "
-                      f"{chance.sum():.0f} of {len(chance)} with these kernel seeds (docs/validation/vm.md, \"The grid's ceiling\")")
+        console.print(f"ceiling (chance): a simulator whose runs were draws of the kernel's own would agree in about "
+                      f"{chance.sum():.1f} of {len(chance)} with these kernel seeds (docs/validation/vm.md, \"The grid's ceiling\")")

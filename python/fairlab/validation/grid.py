@@ -442,8 +442,8 @@ def _ceiling_sentence(table: pd.DataFrame) -> str:
         return ""
     low = table[table["agree_chance"] < 0.8]
     clear = table[(table["agree_chance"] >= 0.9) & ~table["agree"].astype(bool)]
-    return (f"Ceiling: a simulator whose runs were draws of the kernel's own would agree in about "
-            f"{chance.sum():.0f} of these {len(chance)} cells ({100 * chance.mean():.0f} %) with the kernel seeds "
+    return (f"Ceiling (column \"chance\", summed): a simulator whose runs were draws of the kernel's own would agree in about "
+            f"{chance.sum():.1f} of these {len(chance)} cells ({100 * chance.mean():.0f} %) with the kernel seeds "
             f"shipped (validation/power.py: the simulator's runs resampled as the kernel's); "
             f"{len(low)} cells give it less than an 80 % chance. The simulator's clearest departures, "
             f"cells it misses where such a simulator would agree at least 90 % of the time: {len(clear)}.\n\n")
@@ -500,16 +500,20 @@ def _ranked(rows: pd.DataFrame) -> pd.DataFrame:
 def markdown(table: pd.DataFrame) -> str:
     """The side-by-side table as Markdown (docs/validation/vm.md)."""
     head = ("| cell | sim share % | vm share % | sim J (sd) | vm J (sd) | sim / vm mean J(t) | "
-            "sim / vm retrans per run | sim / vm drops per run | seeds sim/vm | verdict |\n"
-            "|---|---|---|---|---|---|---|---|---|---|\n")
+            "sim / vm retrans per run | sim / vm drops per run | seeds sim/vm | chance | verdict |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|\n")
     lines = []
     for r in table.itertuples():
         def sd(x: float) -> str:
             return "—" if np.isnan(x) else f"{x:.3f}"
+
+        def chance(r: Any) -> str:
+            x = getattr(r, "agree_chance", np.nan)
+            return "—" if np.isnan(x) else f"{x:.2f}"
         lines.append(
             f"| {r.cell.replace('|', ' · ')} | {r.sim_shares} | {r.vm_shares} | {r.sim_j:.3f} ({sd(r.sim_j_sd)}) | {r.vm_j:.3f} ({sd(r.vm_j_sd)}) | "
             f"{r.sim_mean_jt:.3f} / {r.vm_mean_jt:.3f} | {r.sim_retrans:.0f} / {r.vm_retrans:.0f} | "
-            f"{r.sim_drops:.0f} / {r.vm_drops:.0f} | {r.seeds_sim}/{r.seeds_vm} | "
+            f"{r.sim_drops:.0f} / {r.vm_drops:.0f} | {r.seeds_sim}/{r.seeds_vm} | {chance(r)} | "
             f"{'agree' if r.agree else f'{r.verdict}: {r.difference}'} |")
     n = len(table)
     if not n:

@@ -34,8 +34,12 @@ MIN_AGREEING = {
     # scores 204 (docs/validation/vm.md, "Linux's cwnd-limited window").
     # 204 since DCCP's whole Ack Vector (only DCCP rows moved; CCID2–CCID2 at 200 ms,
     # 0.2 BDP now agrees).
-    "full": 204,
-    "core": 36,  # the same table's 46 core cells (every pair at 100 ms, 1 BDP; 4 homogeneous); 36 before the change too
+    # 203 (core 35) since 2026-12-01 afternoon: the simulator unchanged, thirty cells
+    # measured with six kernel seeds instead of three; the sharper kernel means showed
+    # departures three seeds had hidden (Reno-CUBIC at 100 ms, 1 BDP, a core cell, is
+    # now 0.0302 off in J). docs/validation/vm.md, "Six kernel seeds for thirty cells".
+    "full": 203,
+    "core": 35,  # of the table's 46 core cells (every pair at 100 ms, 1 BDP; 4 homogeneous)
 }
 
 #: Which slice this run checks: ``core`` unless the environment asks for ``full``.

@@ -37,7 +37,7 @@ MIN_AGREEING = {
     # 203 (core 35) since 2026-12-01 afternoon: the simulator unchanged, thirty cells
     # measured with six kernel seeds instead of three; the sharper kernel means showed
     # departures three seeds had hidden (Reno-CUBIC at 100 ms, 1 BDP, a core cell, is
-    # now 0.0302 off in J). docs/validation/vm.md, "Six kernel seeds for thirty cells".
+    # now 0.0303 off in J). docs/validation/vm.md, "Six kernel seeds for thirty cells".
     "full": 203,
     "core": 35,  # of the table's 46 core cells (every pair at 100 ms, 1 BDP; 4 homogeneous)
 }

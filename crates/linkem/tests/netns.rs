@@ -154,14 +154,29 @@ fn udp_rtts_ms(lab: &Lab) -> Result<Vec<f64>, String> {
 
 /// RTTs (ms) through linkem: median 2 × the one-way delay within the budget, none
 /// below it (a 20 µs allowance for the two clock reads of each measurement).
-fn check_rtts(what: &str, rtts: &[f64]) {
+fn check_rtts(what: &str, rtts: &[f64]) -> Result<(), String> {
     let want = 2.0 * ONE_WAY_MS as f64;
     let m = median(rtts.to_vec());
     let lo = rtts.iter().copied().fold(f64::INFINITY, f64::min);
     println!("{what} RTT through linkem: median {m:.3} ms, min {lo:.3} ms over {} (want {want} ± {TOLERANCE_MS})", rtts.len());
-    assert!((m - want).abs() <= TOLERANCE_MS, "{what} RTT median {m:.3} ms, want {want} ± {TOLERANCE_MS}: {rtts:?}");
+    // Early is always a defect: no host stall can make a packet arrive sooner.
     assert!(lo >= want - 0.02, "{what} RTT {lo:.3} ms, below 2 × the one-way delay: {rtts:?}");
+    if (m - want).abs() > TOLERANCE_MS {
+        return Err(format!("{what} RTT median {m:.3} ms, want {want} ± {TOLERANCE_MS}: {rtts:?}"));
+    }
+    Ok(())
 }
+
+/// How many times linkem says it forwarded a packet more than 1 ms late (its exit
+/// summary's `lateness max … (>100us: …, >1ms: N)`); `None` if the summary lacks it.
+fn late_over_1ms(summary: &str) -> Option<u64> {
+    let rest = summary.split("lateness max").nth(1)?;
+    rest.split(">1ms: ").nth(1)?.split(')').next()?.trim().parse().ok()
+}
+
+/// The prefix of `run_lab`'s error when the RTTs missed while linkem itself reports
+/// that the host held it back: the run measured the host, not linkem.
+const HOST_STALLED: &str = "host stalled: ";
 
 /// The result of a non-blocking socket call: `None` when it would block.
 fn ready<T>(r: std::io::Result<T>) -> Result<Option<T>, String> {
@@ -271,13 +286,23 @@ fn run_lab(prefix: &str) -> Result<(), String> {
     // linkem adds exactly the configured delay each way: the busy-polling probe's
     // median RTT is 2 × delay within the ±0.5 ms budget, and no echo ever comes
     // back early.
-    check_rtts("UDP echo", &udp?);
     // ping measures the same path without a helper of ours: the receiver's kernel
     // answers the echo in softirq, and iputils ping times the reply by the kernel's
     // receive stamp, so neither end's wake-up is counted. The same bounds hold.
+    let mut missed = check_rtts("UDP echo", &udp?).err();
     match ping {
-        Some(p) => check_rtts("ping", &p),
+        Some(p) => missed = missed.or(check_rtts("ping", &p).err()),
         None => println!("note: `ping` not available or failed; checked with UDP echoes only"),
+    }
+    if let Some(miss) = missed {
+        // A median off by more than the budget, with linkem reporting more than one
+        // packet over 1 ms late (a healthy run shows at most the first, while the
+        // rings warm up), is a host that did not schedule linkem: seen once in CI on
+        // a 2-core VM (lateness max 20 ms, 14 packets over 1 ms, median 13.5 ms).
+        return Err(match late_over_1ms(&err_text) {
+            Some(n) if n > 1 => format!("{HOST_STALLED}{n} packets over 1 ms late; {miss}"),
+            _ => miss,
+        });
     }
     assert!(status.success(), "exit status {status}: {err_text}");
     assert!(took < Duration::from_millis(500), "SIGTERM took {took:?} (goal 100 ms)");
@@ -309,13 +334,30 @@ fn rtt_through_linkem_is_twice_the_one_way_delay() {
     }
     // 3 hex digits keep interface names within 15 characters.
     let prefix = format!("fl-lktest-{:03x}", std::process::id() & 0xfff);
-    let result = std::panic::catch_unwind(|| run_lab(&prefix));
-    // The Lab inside run_lab has been dropped by now, on every path.
-    let left = leftovers(&prefix);
-    assert!(left.is_empty(), "namespaces left over: {left:?}");
-    match result {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => panic!("{e}"),
-        Err(p) => std::panic::resume_unwind(p),
+    // Up to three labs, but only while linkem's own account says the host stalled
+    // it; any other miss fails at once.
+    for attempt in 1..=3 {
+        let result = std::panic::catch_unwind(|| run_lab(&prefix));
+        // The Lab inside run_lab has been dropped by now, on every path.
+        let left = leftovers(&prefix);
+        assert!(left.is_empty(), "namespaces left over: {left:?}");
+        match result {
+            Ok(Ok(())) => return,
+            Ok(Err(e)) if e.starts_with(HOST_STALLED) && attempt < 3 => println!("attempt {attempt}: {e}; again"),
+            Ok(Err(e)) => panic!("{e}"),
+            Err(p) => std::panic::resume_unwind(p),
+        }
     }
+}
+
+#[test]
+fn a_stalled_host_is_read_off_linkems_exit_summary() {
+    // The summary of the CI run that stalled (2026-12-02), and of a healthy one.
+    let stalled = "linkem: run fl-lktest-bcc stopped: forwarded 21 pkts / 672 B, rx wait max 16956 us (>1ms: 6), \
+                   iterations 28690, lateness max 20463 us (>100us: 21, >1ms: 14), timer wake-up late max 6851 us";
+    let healthy = "linkem: run fl-lktest-0a5 stopped: rx wait max 134 us (>1ms: 0), iterations 8279, \
+                   lateness max 197 us (>100us: 2, >1ms: 0), timer wake-up late max 243 us";
+    assert_eq!(late_over_1ms(stalled), Some(14));
+    assert_eq!(late_over_1ms(healthy), Some(0));
+    assert_eq!(late_over_1ms("linkem: exited"), None);
 }

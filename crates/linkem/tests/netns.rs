@@ -286,10 +286,10 @@ fn run_lab(prefix: &str) -> Result<(), String> {
     // linkem adds exactly the configured delay each way: the busy-polling probe's
     // median RTT is 2 × delay within the ±0.5 ms budget, and no echo ever comes
     // back early.
+    let mut missed = check_rtts("UDP echo", &udp?).err();
     // ping measures the same path without a helper of ours: the receiver's kernel
     // answers the echo in softirq, and iputils ping times the reply by the kernel's
     // receive stamp, so neither end's wake-up is counted. The same bounds hold.
-    let mut missed = check_rtts("UDP echo", &udp?).err();
     match ping {
         Some(p) => missed = missed.or(check_rtts("ping", &p).err()),
         None => println!("note: `ping` not available or failed; checked with UDP echoes only"),

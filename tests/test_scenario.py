@@ -28,22 +28,39 @@ def test_sizes_are_bytes(text, n):
     assert parse_size(text) == n
 
 
-@pytest.mark.parametrize("text,parsed", [("100%bdp", ("bdp", 1.0)), ("20%BDP", ("bdp", 0.2)), ("1000p", ("packets", 1000.0)), ("1.5MB", ("bytes", 1_500_000.0))])
+@pytest.mark.parametrize("text,parsed", [("100%bdp", ("bdp", 1.0)), ("20%BDP", ("bdp", 0.2)), ("1bdp", ("bdp", 1.0)),
+                                         ("0.2 BDP", ("bdp", 0.2)), ("2xBDP", ("bdp", 2.0)), ("1000p", ("packets", 1000.0)), ("1.5MB", ("bytes", 1_500_000.0))])
 def test_buffers(text, parsed):
     assert parse_buffer(text) == parsed
 
 
-@pytest.mark.parametrize("bad", ["-5%bdp", "-10p", "-1MB", "- 2 pkts"])
+@pytest.mark.parametrize("bad", ["-5%bdp", "-0.2bdp", "-10p", "-1MB", "- 2 pkts"])
 def test_a_negative_buffer_is_called_negative_in_the_file_and_field(bad):
     # Each of these used to be called "not a buffer size", although its form is right.
     doc = {"name": "x", "duration": "10s", "bottleneck": {"rate": "10Mbit", "buffer": bad}, "flows": [{"cca": "reno", "rtt": "10ms"}]}
     with pytest.raises(ScenarioError) as err:
         Scenario.from_dict(doc, source="s.toml")
     assert str(err.value) == (f"s.toml: field `bottleneck.buffer`: {bad!r} is negative; a buffer must be larger than zero, "
-                              "written as a percentage of the BDP ('100%bdp'), a packet count ('1000p') or a size ('1.5MB', '64KiB')")
+                              "written as a percentage of the BDP ('100%bdp'), a multiple of it ('1bdp', '0.2 BDP'), "
+                              "a packet count ('1000p') or a size ('1.5MB', '64KiB')")
+
+
+@given(st.floats(min_value=1e-6, max_value=1e4, allow_nan=False))
+def test_a_multiple_of_the_bdp_is_the_same_buffer_as_its_percentage(times):
+    # The grid names cells "0.2bdp"; copied into a scenario it must mean 20%bdp.
+    kind, fraction = parse_buffer(f"{times!r}bdp")
+    assert kind == "bdp"
+    assert fraction == pytest.approx(parse_buffer(f"{times * 100!r}%bdp")[1], rel=1e-12)
+
+
+@pytest.mark.parametrize("bad", ["0bdp", "0.0 BDP", "20000bdp", "1 bdps", "bdp"])
+def test_a_bad_multiple_of_the_bdp_is_refused_with_the_forms(bad):
+    with pytest.raises(UnitError, match="(?i)bdp"):
+        parse_buffer(bad)
 
 
 @given(st.one_of(st.floats(max_value=-1e-3, min_value=-1e6, allow_nan=False).map(lambda x: f"{x!r}%bdp"),
+                 st.floats(max_value=-1e-3, min_value=-1e4, allow_nan=False).map(lambda x: f"{x!r}bdp"),
                  st.integers(max_value=-1, min_value=-10**12).map(lambda n: f"{n}p"),
                  st.floats(max_value=-1e-3, min_value=-1e30, allow_nan=False).map(lambda x: f"{x!r}MB")))
 def test_every_negative_buffer_is_refused_as_negative(text):

@@ -38,7 +38,8 @@ class UnitError(ValueError):
 RATE_FORMS = "a number and a rate unit: bit/s, kbit, Mbit, Gbit (also Mbit/s, Mb/s, Mbps), or bytes per second as kB/s, MB/s, GB/s — e.g. '100Mbit', '10Gbit'"
 DURATION_FORMS = "a number and a time unit: ns, us, ms, s, min or h — e.g. '25ms', '300s'"
 SIZE_FORMS = "a number and a size unit: B, KB, MB, GB (decimal) or KiB, MiB, GiB — e.g. '64KB', '1.5MB'"
-BUFFER_FORMS = "a percentage of the BDP ('100%bdp'), a packet count ('1000p') or a size ('1.5MB', '64KiB')"
+BUFFER_FORMS = ("a percentage of the BDP ('100%bdp'), a multiple of it ('1bdp', '0.2 BDP'), "
+                "a packet count ('1000p') or a size ('1.5MB', '64KiB')")
 
 
 def _text(value: object, forms: str) -> str:
@@ -109,6 +110,9 @@ def parse_size(value: object) -> int:
 
 
 _BUFFER_BDP = re.compile(_NUM + r"\s*%\s*bdp", flags=re.IGNORECASE)
+# The papers and the validation grid write buffers as multiples ("1 BDP", "0.2bdp");
+# a user who copies a grid cell's name into a scenario means the same thing.
+_BUFFER_BDP_MULTIPLE = re.compile(_NUM + r"\s*(x|×)?\s*bdp", flags=re.IGNORECASE)
 _BUFFER_PACKETS = re.compile(r"(?P<num>[0-9]+)\s*(p|pkts?|packets?)")
 
 
@@ -117,7 +121,8 @@ def parse_buffer(value: object) -> tuple[str, float]:
     s = _text(value, BUFFER_FORMS)
     # No form takes a sign, so '-5%bdp' would be called "not a buffer size" although
     # its form is right; name the sign instead, as parse_duration does.
-    if s.startswith("-") and any(form.fullmatch(s[1:].lstrip()) for form in (_BUFFER_BDP, _BUFFER_PACKETS, _SIZE)):
+    if s.startswith("-") and any(form.fullmatch(s[1:].lstrip())
+                                 for form in (_BUFFER_BDP, _BUFFER_BDP_MULTIPLE, _BUFFER_PACKETS, _SIZE)):
         raise UnitError(f"{s!r} is negative; a buffer must be larger than zero, written as {BUFFER_FORMS}")
     m = _BUFFER_BDP.fullmatch(s)
     if m:
@@ -127,6 +132,14 @@ def parse_buffer(value: object) -> tuple[str, float]:
         if not pct <= 1e6:
             raise UnitError(f"{s!r}: allowed buffers are up to 1000000%bdp")
         return ("bdp", pct / 100.0)
+    m = _BUFFER_BDP_MULTIPLE.fullmatch(s)
+    if m:
+        times = float(m["num"])
+        if times <= 0:
+            raise UnitError(f"{s!r}: the buffer must be larger than 0 times the BDP")
+        if not times <= 1e4:
+            raise UnitError(f"{s!r}: allowed buffers are up to 10000bdp (1000000%bdp)")
+        return ("bdp", times)
     m = _BUFFER_PACKETS.fullmatch(s)
     if m:
         n = int(m["num"])

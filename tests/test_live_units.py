@@ -223,6 +223,61 @@ def test_bottleneck_samples_are_per_interval_differences_on_the_trace_clock():
     assert (b["run"] == 2).all()
 
 
+# Lines as linkem writes them when stopped: samples, the final sample, then health
+# (crates/linkem/src/stats.rs; the linkem netns test checks the binary's own).
+_SAMPLE = ('{{"t_ns":{t},"queue_bytes":0,"queue_pkts":0,"drops":{d},"marks":0,"drops_by_reason":{{"overflow":{d}}},'
+           '"forwarded_pkts":10,"forwarded_bytes":15000}}')
+_HEALTH = ('{"health":{"tx_errors":0,"first_tx_error":null,"gso_frames":0,"truncated":0,"iterations":28690,'
+           '"max_late_ns":20463000,"late_over_100us":21,"late_over_1ms":14,"rx_wait_max_ns":900000,"rx_wait_over_1ms":0,'
+           '"kernel_drops":0,"ring_ports":2,"timer_late_max_ns":6851000,"spin_max_ns":40000}}')
+
+
+def test_the_health_line_is_read_apart_from_the_samples(tmp_path):
+    p = tmp_path / "linkem-stats.jsonl"
+    p.write_text("\n".join([_SAMPLE.format(t=10**9, d=1), _SAMPLE.format(t=1_400_000_000, d=3), _HEALTH]) + "\n")
+    stats = linkem_link.read_stats(p)
+    assert stats["t_ns"].tolist() == [10**9, 1_400_000_000] and "health" not in stats
+    assert linkem_link.read_health(p)["late_over_1ms"] == 14
+    # The samples still make bottleneck rows: the health line does not reach them.
+    b = linkem_link.bottleneck_samples(stats, zero_offset_s=0.0, run=0, interval_s=1.0, end_s=1.0)
+    assert b["drops"].tolist() == [1, 2]
+
+
+def test_a_linkem_killed_before_its_health_line_has_none_and_says_so(tmp_path):
+    p = tmp_path / "linkem-stats.jsonl"
+    p.write_text(_SAMPLE.format(t=10**9, d=0) + "\n" + '{"t_ns": 2000')  # cut off mid-write
+    assert len(linkem_link.read_stats(p)) == 1
+    assert linkem_link.read_health(p) is None
+    assert linkem_link.read_health(tmp_path / "absent.jsonl") is None
+    [w] = linkem_link.health_warnings(None)
+    assert "no health line" in w
+
+
+def test_a_stats_line_that_is_json_but_not_an_object_is_refused_with_the_line(tmp_path):
+    p = tmp_path / "linkem-stats.jsonl"
+    p.write_text("[1, 2]\n" + _SAMPLE.format(t=10**9, d=0) + "\n")
+    with pytest.raises(LiveError, match=r"linkem-stats.jsonl: line 1 is not a JSON object"):
+        linkem_link.read_stats(p)
+
+
+def test_a_stalled_host_is_told_with_the_counts_and_a_healthy_link_is_not():
+    import json
+
+    stalled = json.loads(_HEALTH)["health"]
+    [w] = linkem_link.health_warnings(stalled)
+    assert "14 packet(s) more than 1 ms after they were due (at worst 20.5 ms)" in w and "suspect" in w
+    # One late packet (start-up) is forgiven; nothing else is wrong: no warning.
+    assert linkem_link.health_warnings({**stalled, "late_over_1ms": 1, "max_late_ns": 1_200_000}) == []
+    # Frames lost outside the bottleneck are named, each with its count.
+    lost = linkem_link.health_warnings({**stalled, "late_over_1ms": 0, "kernel_drops": 7, "tx_errors": 2,
+                                        "first_tx_error": "No buffer space available (os error 105)"})
+    assert len(lost) == 2
+    assert "dropped 7 frame(s) before linkem read them" in lost[0]
+    assert "could not send 2 frame(s) (first error: No buffer space available (os error 105))" in lost[1]
+    # Receive waits alone are a stall too.
+    assert "waited more than 1 ms" in linkem_link.health_warnings({**stalled, "late_over_1ms": 0, "rx_wait_over_1ms": 5})[0]
+
+
 def test_socket_buffers_default_to_twice_the_full_queue_bdp():
     r = scenario().resolve()
     # 50 Mbit/s x 20 ms / 8 = 125,000 B, plus the 250,000 B buffer, doubled.

@@ -178,11 +178,12 @@ pub fn run(bridge: &mut Bridge, ports: &mut Ports, mut stats: Option<BufWriter<F
         }
 
         if fds[sig_slot].revents & libc::POLLIN != 0 && signals.received() {
+            health.kernel_drops = ports.socks.iter().map(|s| s.kernel_drops().unwrap_or(0)).sum();
             if let Some(w) = stats.as_mut() {
                 writeln!(w, "{}", stats::line(now, bridge))?;
+                writeln!(w, "{}", stats::health_line(&health))?;
                 w.flush()?;
             }
-            health.kernel_drops = ports.socks.iter().map(|s| s.kernel_drops().unwrap_or(0)).sum();
             return Ok(health);
         }
 

@@ -312,13 +312,21 @@ fn run_lab(prefix: &str) -> Result<(), String> {
     assert!(err_text.contains("rx rings 2/2 ports"), "receive rings not in use: {err_text}");
 
     let text = std::fs::read_to_string(&stats).map_err(|e| e.to_string())?;
-    let last = text.lines().last().ok_or("empty stats file")?;
-    let v: serde_json::Value = serde_json::from_str(last).map_err(|e| format!("stats line {last:?}: {e}"))?;
+    let lines: Vec<&str> = text.lines().collect();
+    let parse = |l: &str| serde_json::from_str::<serde_json::Value>(l).map_err(|e| format!("stats line {l:?}: {e}"));
+    // The shutdown writes the final sample, then the health line.
+    let (&health_text, &last) = lines.iter().rev().zip(lines.iter().rev().skip(1)).next().ok_or("fewer than two stats lines")?;
+    let v = parse(last)?;
     for k in ["t_ns", "queue_bytes", "queue_pkts", "drops", "marks", "drops_by_reason", "forwarded_pkts", "forwarded_bytes"] {
         assert!(v.get(k).is_some(), "stats line lacks {k}: {last}");
     }
     assert!(v["forwarded_pkts"].as_u64().unwrap() >= 20, "{last}");
-    assert!(text.lines().count() >= 2, "periodic samples expected: {text}");
+    assert!(lines.len() >= 3, "periodic samples expected: {text}");
+    // The health line says what the exit summary says, in numbers.
+    let h = parse(health_text)?;
+    assert_eq!(h["health"]["kernel_drops"], 0, "{health_text}");
+    assert_eq!(h["health"]["ring_ports"], 2, "{health_text}");
+    assert_eq!(h["health"]["late_over_1ms"].as_u64(), late_over_1ms(&err_text), "{health_text} vs {err_text}");
     Ok(())
 }
 

@@ -178,23 +178,77 @@ def _wait_ready(child: Child) -> float:
     raise LiveError(f"linkem did not print `ready` within {READY_TIMEOUT_S:g} s{': ' + tail if tail else ''}")
 
 
-def read_stats(path: Path) -> pd.DataFrame:
-    """linkem's stats lines as a frame (cumulative counters as written). A cut-off
-    last line (linkem killed mid-write) is dropped."""
-    rows = []
+def _stats_lines(path: Path) -> list[dict[str, Any]]:
+    """Every JSON line of linkem's stats file. A cut-off last line (linkem killed
+    mid-write) is dropped; any other line that is not a JSON object is an error."""
+    rows: list[dict[str, Any]] = []
     if not path.exists():
-        return pd.DataFrame()
+        return rows
     lines = path.read_text(errors="replace").splitlines()
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except json.JSONDecodeError:
             if i == len(lines) - 1:
                 break
             raise LiveError(f"{path}: line {i + 1} is not JSON, so linkem's stats cannot be read") from None
-    return pd.DataFrame(rows)
+        if not isinstance(row, dict):
+            raise LiveError(f"{path}: line {i + 1} is not a JSON object, so linkem's stats cannot be read")
+        rows.append(row)
+    return rows
+
+
+def read_stats(path: Path) -> pd.DataFrame:
+    """linkem's bottleneck samples as a frame (cumulative counters as written),
+    without the shutdown's health line."""
+    return pd.DataFrame([r for r in _stats_lines(path) if "health" not in r])
+
+
+def read_health(path: Path) -> dict[str, Any] | None:
+    """The health line linkem writes when it stops (docs/linkem.md, "Stats"): how
+    late its loop handled due packets, frames the kernel dropped before it read
+    them, send errors. None if linkem did not stop cleanly (or is older)."""
+    found = [r["health"] for r in _stats_lines(path) if isinstance(r.get("health"), dict)]
+    return found[-1] if found else None
+
+
+#: Packets handled more than 1 ms late that still count as a healthy run: the first
+#: one after start-up is often late while caches and the timer settle (seen on every
+#: machine of the linkem netns test), so one is forgiven.
+LATE_PACKETS_FORGIVEN = 1
+
+
+def health_warnings(health: dict[str, Any] | None) -> list[str]:
+    """What a user must be told about a run whose link did not behave as the
+    scenario says: each a sentence naming the counter and what it means for the
+    numbers."""
+    if health is None:
+        return ["linkem wrote no health line when it stopped, so whether it kept the link's timing is unknown"]
+
+    def count(key: str) -> int:
+        v = health.get(key)
+        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+
+    warn = []
+    late, worst = count("late_over_1ms"), count("max_late_ns") / 1e6
+    stalled_rx = count("rx_wait_over_1ms")
+    if late > LATE_PACKETS_FORGIVEN or stalled_rx > LATE_PACKETS_FORGIVEN:
+        warn.append(f"linkem handled {late} packet(s) more than 1 ms after they were due (at worst {worst:.1f} ms) "
+                    f"and {stalled_rx} frame(s) waited more than 1 ms before it read them: this host could not keep the "
+                    f"link's timing, so this run's RTTs, queue and shares are suspect; run it again on an idle machine")
+    if count("kernel_drops"):
+        warn.append(f"the kernel dropped {count('kernel_drops')} frame(s) before linkem read them (a receive ring was "
+                    "full): losses the scenario does not have")
+    if count("tx_errors"):
+        first = health.get("first_tx_error")
+        warn.append(f"linkem could not send {count('tx_errors')} frame(s)"
+                    + (f" (first error: {first})" if first else "") + ": losses the scenario does not have")
+    if count("truncated"):
+        warn.append(f"linkem discarded {count('truncated')} frame(s) larger than its receive buffer")
+    return warn
+
 
 
 def bottleneck_samples(stats: pd.DataFrame, *, zero_offset_s: float, run: int, interval_s: float,

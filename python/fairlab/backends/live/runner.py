@@ -419,6 +419,9 @@ def _run(scenario: Scenario, resolved: dict[str, Any], caps: capabilities.Capabi
                                                     interval_s=interval_s, end_s=duration_s)
         if bottleneck is None:
             warn.append("linkem wrote no stats, so the trace has no bottleneck samples")
+        link_health = linkem_link.read_health(rdir / "linkem-stats.jsonl")
+        link_meta["linkem_health"] = link_health
+        warn.extend(linkem_link.health_warnings(link_health))
     else:
         notes.append("kernel path: no router-side bottleneck samples (tc counters are not sampled)")
 

@@ -144,3 +144,22 @@ def test_the_terminal_table_shows_no_retransmit_count_for_any_dccp_flow(monkeypa
     rows = {line.split("│")[1].strip(): line.split("│")[5].strip() for line in out.getvalue().splitlines()
             if line.count("│") >= 7 and line.split("│")[1].strip() in ("a", "b", "c")}
     assert rows == {"a": "—", "b": "—", "c": "0"}
+
+
+def test_a_backends_warning_is_printed_as_a_warning_and_its_notes_as_notes(monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from fairlab.cli import render
+
+    tr = constant_trace([30e6, 30e6], n=10)
+    stalled = "linkem handled 58 packet(s) more than 1 ms after they were due (at worst 4.6 ms)"
+    meta = {**tr.meta, "warnings": [stalled], "notes": ["a plain note", stalled]}
+    tr = Trace.from_frames(tr.samples, tr.flows, meta=meta)
+    out = io.StringIO()
+    monkeypatch.setattr(render, "console", Console(file=out, width=400, color_system=None))
+    render.print_analysis(tr, analyze(tr), ["test"])
+    text = out.getvalue()
+    assert f"warning: {stalled}" in text and f"note: {stalled}" not in text
+    assert "note: a plain note" in text and "warning: a plain note" not in text

@@ -130,5 +130,11 @@ def print_analysis(trace: Trace, a: Analysis, inputs: list[str]) -> None:
         console.print(h)
         console.print(f"throughput harm: mean {fmt_num(a.harm.mean, 3)}, worst {fmt_num(a.harm.max, 3)}")
 
+    # A backend's warnings (the run's numbers are suspect: a stalled link, goodput far
+    # below the rate, losses outside the bottleneck) stand out from its notes.
+    warnings = {str(w) for w in trace.meta.get("warnings", []) or []}
     for note in a.notes:
-        console.print(f"[dim]note: {escape(str(note))}[/]", highlight=False)
+        if str(note) in warnings:
+            console.print(f"[yellow]warning: {escape(str(note))}[/]", highlight=False)
+        else:
+            console.print(f"[dim]note: {escape(str(note))}[/]", highlight=False)

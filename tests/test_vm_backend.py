@@ -282,9 +282,52 @@ def test_a_run_is_byte_identical_when_repeated_and_obeys_the_rate(tmp_path, vm_r
         total += counted
     assert total >= a.meta["vm"]["bottleneck_totals"]["drops"]
     assert counters["receiver"]["Tcp.InSegs"] > counters["receiver"]["Tcp.OutSegs"] > 0  # it received, ACKed
-    # Nothing was lost outside the bottleneck queue (format 5's input backlog).
+    # Nothing was lost outside the bottleneck queue (format 5's input backlog), and
+    # at 10 Mbit/s the guest's CPU idles: nothing to warn about.
     assert a.meta["vm"]["off_path_drops"] == {"input_backlog": 0, "links": {}}
+    assert 0 < a.meta["vm"]["guest_busy"] < 0.2 and not a.meta.get("warnings")
     assert list(scratch.iterdir()) == []  # each run removed its temporary directory
+
+
+def test_the_guests_cpu_share_is_read_off_proc_stat():
+    from fairlab.backends.vm.runner import guest_busy
+
+    # The guest's "cpu" lines at the flows' start and end, Reno-CUBIC at 25 ms with
+    # 0.2 BDP and 100 Mbit/s for 20 s (2026-12-02): by hand, busy = 27 user + 181
+    # system + 256 softirq = 464 ticks of 464 + 1526 idle.
+    start, end = "cpu  7 0 262 1 0 0 0 0 0 0", "cpu  34 0 443 1527 0 0 256 0 0 0"
+    assert guest_busy(start, end) == pytest.approx(464 / 1990, abs=1e-4)
+    assert guest_busy(None, end) is None and guest_busy(start, "cpu  x") is None
+    assert guest_busy(start, start) is None  # no ticks between: no share
+
+
+def test_a_cpu_bound_guest_is_named_with_what_the_link_carried():
+    from fairlab.backends.vm.runner import GUEST_BUSY_WARN, cpu_bound_warning
+
+    # Two CUBIC flows at 1 Gbit/s, 10 ms, 4 s (2026-12-02): guest 94.7 % busy, 343,382,138
+    # bytes through the bottleneck = 687 Mbit/s.
+    w = cpu_bound_warning(0.9469, 1e9, 343_382_138, 4.0)
+    assert "busy 95 % of the run; the bottleneck carried 687 Mbit/s of its 1000 (69 %)" in w
+    assert "How fast the guest can go" in w
+    assert cpu_bound_warning(0.2332, 100e6, 228_877_386, 20.0) is None
+    assert cpu_bound_warning(None, 1e9, None, 4.0) is None
+    assert "carried" not in cpu_bound_warning(GUEST_BUSY_WARN, 1e9, None, 4.0)
+
+
+def test_a_kernel_at_a_gigabit_is_cpu_bound_and_says_so(tmp_path, vm_ready):
+    # The emulated CPU runs one instruction per ns: two CUBIC flows cannot fill
+    # 1 Gbit/s, and the run must say why its flows fall short, not pass the
+    # CPU-bound kernel's numbers off as the network's.
+    from fairlab.backends.vm.runner import GUEST_BUSY_WARN, run_vm
+
+    doc = {"name": "gig", "duration": "2s", "bottleneck": {"rate": "1Gbit", "buffer": "100%bdp"},
+           "flows": [{"cca": "cubic", "rtt": "10ms"}, {"cca": "cubic", "rtt": "10ms"}]}
+    tr = run_vm(Scenario.from_dict(doc), seed=1, image=vm_ready)
+    busy = tr.meta["vm"]["guest_busy"]
+    carried = tr.meta["vm"]["bottleneck_totals"]["bytes"] * 8 / 2.0
+    assert busy >= GUEST_BUSY_WARN and carried < 0.9e9, (busy, carried)
+    [w] = [w for w in tr.meta["warnings"] if "guest's CPU was busy" in w]
+    assert w in tr.meta["notes"]
 
 
 def test_sigterm_mid_run_leaves_nothing_behind(tmp_path, vm_ready):

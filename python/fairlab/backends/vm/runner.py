@@ -57,6 +57,10 @@ OWNER_FILE = "owner"
 #: Host seconds allowed per simulated second per flow, plus boot; far above what
 #: any run needs on a loaded 2-core host (measured ~3 per flow-second at 100 Mbit/s).
 TIMEOUT_BOOT_S = 120.0
+#: The guest CPU's busy share from which a run is called CPU-bound (docs/vm.md, "How
+#: fast the guest can go"): one server at 80 % makes work wait four times its own
+#: length on average, and the flows feel the CPU, not only the network.
+GUEST_BUSY_WARN = 0.8
 TIMEOUT_PER_FLOW_SECOND = 15.0
 
 
@@ -459,14 +463,24 @@ def _with_meta(trace: Trace, scenario: Scenario, gplan: vm_plan.GuestPlan, img: 
     off_path = off_path_drops(_read(res / "softnet-start"), _read(res / "softnet-end"),
                               {ns: _read(res / f"links-{ns}.json")
                                for ns in ["r", "d", *(f"s{gf.index}" for gf in gplan.flows)]})
+    warnings = []
     if off_path["input_backlog"] or off_path["links"]:
         # The backlog's own count is missing only if the guest lost its softnet files;
         # the links' refusals are then the count to give.
         dropped = off_path["input_backlog"] or sum(off_path["links"].values())
-        meta["notes"] = [*meta.get("notes", []), (
+        warnings.append(
             f"{dropped} packets were dropped by the guest's input backlog, outside "
             f"the bottleneck queue (per link: {off_path['links']}); the flows' losses are not "
-            "the scenario's alone (docs/vm.md, \"Losses outside the bottleneck\")")]
+            "the scenario's alone (docs/vm.md, \"Losses outside the bottleneck\")")
+    busy = guest_busy(_read(res / "cpu-start"), _read(res / "cpu-end"))
+    totals = bottleneck_totals(_read(res / "qdisc-final.json"))
+    cpu_bound = cpu_bound_warning(busy, float(scenario.bottleneck.rate),
+                                  (totals or {}).get("bytes"), gplan.duration_ns / 1e9)
+    if cpu_bound:
+        warnings.append(cpu_bound)
+    if warnings:
+        meta["notes"] = [*meta.get("notes", []), *warnings]
+        meta["warnings"] = [*meta.get("warnings", []), *warnings]
     meta.update({
         "backend": "vm",
         "seed": int(seed),
@@ -501,8 +515,8 @@ def _with_meta(trace: Trace, scenario: Scenario, gplan: vm_plan.GuestPlan, img: 
                 "receiver": tcp_counters(_read(res / "netstat-d.txt")),
             },
             "virtual_s": (t_end - t0) / 1e9 if t_end else None,
-            "guest_busy": guest_busy(_read(res / "cpu-start"), _read(res / "cpu-end")),
-            "bottleneck_totals": bottleneck_totals(_read(res / "qdisc-final.json")),
+            "guest_busy": busy,
+            "bottleneck_totals": totals,
             "off_path_drops": off_path,
             "host_wall_s": round(boot.wall_s, 3),
             "host_cpu_s": round(boot.host_cpu_s, 3),
@@ -579,6 +593,26 @@ def guest_busy(start: str | None, end: str | None) -> float | None:
     total = sum(b) - sum(a)
     idle = (b[3] + b[4]) - (a[3] + a[4])
     return round(1 - idle / total, 4) if total > 0 else None
+
+
+def cpu_bound_warning(busy: float | None, rate_bps: float, bottleneck_bytes: int | None,
+                      duration_s: float) -> str | None:
+    """The warning for a run the guest's one emulated CPU limited, or None. QEMU
+    counts one instruction per nanosecond, so the guest is a slow machine: its three
+    hosts share about 30 µs of CPU per full-size packet at 100 Mbit/s (23 % busy),
+    and at several hundred Mbit/s they need all of it; the kernel on real hardware
+    would not be held back so."""
+    if busy is None or busy < GUEST_BUSY_WARN:
+        return None
+    moved = ""
+    if bottleneck_bytes is not None and duration_s > 0 and rate_bps > 0:
+        carried = bottleneck_bytes * 8 / duration_s
+        moved = (f"; the bottleneck carried {carried / 1e6:.0f} Mbit/s of its {rate_bps / 1e6:.0f} "
+                 f"({100 * carried / rate_bps:.0f} %)")
+    return (f"the guest's CPU was busy {100 * busy:.0f} % of the run{moved}: at this packet rate the emulated CPU "
+            "(one instruction per ns), not only the network, limits the flows, which the kernel on real hardware "
+            "would not be; lower the rate (at 100 Mbit/s the guest is about a quarter busy) or read the shares as "
+            "a CPU-bound kernel's (docs/vm.md, \"How fast the guest can go\")")
 
 
 def results_digest(trace: Trace) -> str:

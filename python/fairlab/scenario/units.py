@@ -109,10 +109,9 @@ def parse_size(value: object) -> int:
     return int(round(n))
 
 
-_BUFFER_BDP = re.compile(_NUM + r"\s*%\s*bdp", flags=re.IGNORECASE)
-# The papers and the validation grid write buffers as multiples ("1 BDP", "0.2bdp");
-# a user who copies a grid cell's name into a scenario means the same thing.
-_BUFFER_BDP_MULTIPLE = re.compile(_NUM + r"\s*(x|×)?\s*bdp", flags=re.IGNORECASE)
+# A share of the BDP, as a percentage ('100%bdp') or, as the papers and the
+# validation grid's cell names write it, a multiple ('1 BDP', '0.2bdp', '2xBDP').
+_BUFFER_BDP = re.compile(_NUM + r"\s*(?:(?P<pct>%)|x|×)?\s*bdp", flags=re.IGNORECASE)
 _BUFFER_PACKETS = re.compile(r"(?P<num>[0-9]+)\s*(p|pkts?|packets?)")
 
 
@@ -122,24 +121,16 @@ def parse_buffer(value: object) -> tuple[str, float]:
     # No form takes a sign, so '-5%bdp' would be called "not a buffer size" although
     # its form is right; name the sign instead, as parse_duration does.
     if s.startswith("-") and any(form.fullmatch(s[1:].lstrip())
-                                 for form in (_BUFFER_BDP, _BUFFER_BDP_MULTIPLE, _BUFFER_PACKETS, _SIZE)):
+                                 for form in (_BUFFER_BDP, _BUFFER_PACKETS, _SIZE)):
         raise UnitError(f"{s!r} is negative; a buffer must be larger than zero, written as {BUFFER_FORMS}")
     m = _BUFFER_BDP.fullmatch(s)
     if m:
-        pct = float(m["num"])
-        if pct <= 0:
+        fraction = float(m["num"]) / (100.0 if m["pct"] else 1.0)
+        if fraction <= 0:
             raise UnitError(f"{s!r}: the buffer must be larger than 0% of the BDP")
-        if not pct <= 1e6:
-            raise UnitError(f"{s!r}: allowed buffers are up to 1000000%bdp")
-        return ("bdp", pct / 100.0)
-    m = _BUFFER_BDP_MULTIPLE.fullmatch(s)
-    if m:
-        times = float(m["num"])
-        if times <= 0:
-            raise UnitError(f"{s!r}: the buffer must be larger than 0 times the BDP")
-        if not times <= 1e4:
-            raise UnitError(f"{s!r}: allowed buffers are up to 10000bdp (1000000%bdp)")
-        return ("bdp", times)
+        if not fraction <= 1e4:
+            raise UnitError(f"{s!r}: allowed buffers are up to 1000000%bdp (10000bdp)")
+        return ("bdp", fraction)
     m = _BUFFER_PACKETS.fullmatch(s)
     if m:
         n = int(m["num"])

@@ -315,7 +315,7 @@ fn run_lab(prefix: &str) -> Result<(), String> {
     let lines: Vec<&str> = text.lines().collect();
     let parse = |l: &str| serde_json::from_str::<serde_json::Value>(l).map_err(|e| format!("stats line {l:?}: {e}"));
     // The shutdown writes the final sample, then the health line.
-    let (&health_text, &last) = lines.iter().rev().zip(lines.iter().rev().skip(1)).next().ok_or("fewer than two stats lines")?;
+    let [.., last, health_text] = lines.as_slice() else { return Err(format!("fewer than two stats lines: {text}")) };
     let v = parse(last)?;
     for k in ["t_ns", "queue_bytes", "queue_pkts", "drops", "marks", "drops_by_reason", "forwarded_pkts", "forwarded_bytes"] {
         assert!(v.get(k).is_some(), "stats line lacks {k}: {last}");

@@ -215,8 +215,8 @@ def read_health(path: Path) -> dict[str, Any] | None:
 
 
 #: Packets handled more than 1 ms late that still count as a healthy run: the first
-#: one after start-up is often late while caches and the timer settle (seen on every
-#: machine of the linkem netns test), so one is forgiven.
+#: one after start-up may be late while the receive rings warm up (the linkem netns
+#: test's healthy runs show at most that one), so one is forgiven.
 LATE_PACKETS_FORGIVEN = 1
 
 
@@ -248,7 +248,6 @@ def health_warnings(health: dict[str, Any] | None) -> list[str]:
     if count("truncated"):
         warn.append(f"linkem discarded {count('truncated')} frame(s) larger than its receive buffer")
     return warn
-
 
 
 def bottleneck_samples(stats: pd.DataFrame, *, zero_offset_s: float, run: int, interval_s: float,

@@ -57,11 +57,11 @@ OWNER_FILE = "owner"
 #: Host seconds allowed per simulated second per flow, plus boot; far above what
 #: any run needs on a loaded 2-core host (measured ~3 per flow-second at 100 Mbit/s).
 TIMEOUT_BOOT_S = 120.0
-#: The guest CPU's busy share from which a run is called CPU-bound (docs/vm.md, "How
-#: fast the guest can go"): one server at 80 % makes work wait four times its own
-#: length on average, and the flows feel the CPU, not only the network.
-GUEST_BUSY_WARN = 0.8
 TIMEOUT_PER_FLOW_SECOND = 15.0
+#: The guest CPU's busy share from which a run is called CPU-bound (docs/vm.md, "How
+#: fast the guest can go"): one server 80 % busy makes work wait about four times its
+#: own length (M/M/1), and the flows feel the CPU, not only the network.
+GUEST_BUSY_WARN = 0.8
 
 
 Progress = Callable[[str], None]

@@ -9,7 +9,9 @@ Each line also gives the catalog step at the campaign's end (`build_catalog`: th
 derived tables and their aggregation over the stored runs) in wall and CPU seconds,
 the part of a campaign that is Python's alone (issue 15 item 5: it must stay a small
 fraction). ``--catalog STORE`` times only that step on an existing store (rebuilt in
-place; the same bytes as before).
+place; the same bytes as before). ``--readback STORE`` times `fairlab validate`'s
+read-back of a grid store's simulator side from its catalog and from every trace
+(the way before 2026-12-02), and says whether the two give the same rows.
 """
 
 from __future__ import annotations
@@ -65,12 +67,45 @@ def time_catalog(root: str) -> None:
           f"load average {os.getloadavg()[0]:.1f}; {time.perf_counter() - w0:.2f} s in all")
 
 
+def _timed(f):
+    w0, c0 = time.perf_counter(), _cpu()
+    out = f()
+    return out, time.perf_counter() - w0, _cpu() - c0
+
+
+def time_readback(root: str) -> None:
+    """`validation.grid.store_results` of a simulator grid store, then the per-trace
+    reference, and how far apart their rows are (nothing, unless the catalog is wrong)."""
+    import numpy as np
+
+    from fairlab.validation import grid
+
+    rows, w, c = _timed(lambda: grid.store_results(Path(root), "sim"))
+    print(f"{root}: {len(rows)} rows; from the catalog {w:.1f} s wall / {c:.1f} CPU-s (load average {os.getloadavg()[0]:.1f})")
+    ref, w, c = _timed(lambda: grid._sim_results_from_traces(Store(root), "sim"))
+    print(f"from every trace {w:.1f} s wall / {c:.1f} CPU-s (load average {os.getloadavg()[0]:.1f})")
+    same = rows.equals(ref) and rows.dtypes.equals(ref.dtypes)
+    print("rows identical, bit for bit" if same else f"rows differ ({rows.shape} / {ref.shape} rows x columns):")
+    if not same and rows.shape == ref.shape:
+        for col in rows.columns:
+            a, b = rows[col], ref[col]
+            if a.dtype.kind == "f" and b.dtype.kind == "f":
+                rel = np.abs(a - b) / np.maximum(np.abs(b), 1e-300)
+                print(f"  {col}: max relative difference {np.nanmax(rel.to_numpy()):.3g}; NaN where the other is not: {int((a.isna() != b.isna()).sum())}")
+            elif not a.equals(b):
+                print(f"  {col}: {int((a.astype(str) != b.astype(str)).sum())} values differ ({a.dtype} / {b.dtype})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--catalog", metavar="STORE", help="time only the catalog step on this existing campaign store")
+    ap.add_argument("--readback", metavar="STORE", help="time `fairlab validate`'s read-back of this simulator grid store, both ways")
     args = ap.parse_args()
     if args.catalog:
         time_catalog(args.catalog)
+        return
+    if args.readback:
+        time_readback(args.readback)
         return
     camp = expand(preset_document("bhatti2008-dccp"), source="preset bhatti2008-dccp")
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}")

@@ -414,3 +414,52 @@ def test_the_spread_verdict_reads_the_kernels_few_seeds_honestly():
     assert spread([0.7, 1.0] * 5, tight) == "wider"
     assert "outside it: reno-cubic · 100ms · 1bdp · droptail (wider)" in grid.markdown(
         grid.compare(_rows(cell, [[40, 60]] * 10, [0.7, 1.0] * 5), tight))
+
+
+def _validate_in_process(tmp_path, out: str, overrides: list[str] | None, vm_data):
+    from fairlab.cli.validate_cmd import validate
+
+    validate(subset="core", backend="sim", out=tmp_path / out, workers=1, vm_data=vm_data, record=None,
+             cell_ids=["reno-cubic|25ms|0.2bdp|droptail"], seeds=3, overrides=overrides)
+    return pd.read_csv(tmp_path / out / "grid.csv"), (tmp_path / out / "grid.md").read_text()
+
+
+def test_a_what_if_changes_the_simulator_and_is_judged_against_the_same_kernel_runs(tmp_path, monkeypatch):
+    """`validate --set variation.host_jitter=0s`: the simulator's runs are made
+    with the field changed, in a store of their own, said to be a what-if, and
+    compared with the same kernel runs as the default simulator."""
+    from fairlab.campaign.store import Store
+
+    monkeypatch.setattr(grid, "SIM_SEEDS", 3)
+    monkeypatch.setattr(grid, "DURATION_S", 4)
+    monkeypatch.setattr(grid, "WINDOW", (1, 4))
+    vm = tmp_path / "vm.csv"  # three kernel runs of the cell, shares 44/56 and 40/60
+    vm.write_text("cell,seed,flow,share,jain_of_means\n" + "".join(
+        f"reno-cubic|25ms|0.2bdp|droptail,{seed},{flow},{share},{j}\n"
+        for seed, a, j in ((1, 44, 0.981), (2, 40, 0.962), (3, 44, 0.981)) for flow, share in ((0, a), (1, 100 - a))))
+    default, default_md = _validate_in_process(tmp_path, "default", None, vm)
+    what_if, what_if_md = _validate_in_process(tmp_path, "what-if", ["variation.host_jitter=0s"], vm)
+
+    (store,) = (tmp_path / "what-if" / "sim").iterdir()
+    assert "-set-" in store.name
+    runs = Store(store)
+    jitters = {runs.load(k).meta["resolved_scenario"]["host_jitter_ns"] for k in runs.done_keys()}
+    assert jitters == {0}  # the default is one packet time, 121 µs at 100 Mbit/s
+    # The same kernel side; a simulator without host jitter splits the runs otherwise.
+    assert what_if["vm_shares"].tolist() == default["vm_shares"].tolist() == ["43/57"]
+    assert (what_if["sim_shares"].tolist(), what_if["sim_j"].tolist()) != (default["sim_shares"].tolist(), default["sim_j"].tolist())
+    assert what_if_md.startswith("simulator what-if: --set variation.host_jitter=0s") and "what-if" not in default_md
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--set", "bottleneck.rate=50Mbit"], "bottleneck.rate is part of the experiment the kernel ran"),
+    (["--set", "flows[*].cca=bbr"], "flows[*].cca is part of the experiment the kernel ran"),
+    (["--set", "variation.nonsense=1"], "variation has no field 'nonsense'; allowed: start_jitter, host_jitter"),
+    (["--set", "variation.host_jitter=30us", "--backend", "vm"], "use it with --backend sim"),
+])
+def test_a_what_if_may_change_the_model_but_not_the_experiment(tmp_path, args, says):
+    from cli_helpers import fairlab
+
+    r = fairlab("validate", "--cell", "reno-cubic|25ms|0.2bdp|droptail", *args, "--out", tmp_path / "o")
+    assert r.returncode == 2 and says in " ".join(r.stderr.split()) and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "o").exists()

@@ -12,6 +12,7 @@ import typer
 from rich.markup import escape
 
 from ..validation.grid import SIM_SEEDS
+from .overrides import apply_overrides
 from .common import UsageError, console, err_console
 
 SIDES = ("sim", "vm", "both")
@@ -144,20 +145,41 @@ def _without_recorded_runs(camp, recorded: pd.DataFrame, kernel_release: str | N
     return dataclasses.replace(camp, tasks=tasks)
 
 
-def _store_name(name: str, cells: list | None, seeds: int) -> str:
+def _store_name(name: str, cells: list | None, seeds: int, overrides: list[str] | None = None) -> str:
     """The campaign store's name for this selection: a store holds one plan, so a
-    `--cell` selection and a seed count other than the grid's each get a store of
-    their own (the same selection resumes its store; `--record` carries kernel runs
-    across selections and machines)."""
+    `--cell` selection, a seed count other than the grid's and a `--set` what-if
+    each get a store of their own (the same selection resumes its store; `--record`
+    carries kernel runs across selections and machines)."""
+    import hashlib
+
     from ..validation import grid
 
     if cells:
-        import hashlib
-
         name += "-cells-" + hashlib.sha256("\n".join(sorted(c.id for c in cells)).encode()).hexdigest()[:10]
     if seeds != grid.SEEDS:
         name += f"-{seeds}seeds"
+    if overrides:
+        name += "-set-" + hashlib.sha256("\n".join(overrides).encode()).hexdigest()[:10]
     return name
+
+
+#: What a `--set` what-if may change: how the simulator models the hosts and their
+#: TCP, never the experiment the kernel ran (rate, buffer, queue, controls, RTTs,
+#: duration, window, seeds), against which the what-if is judged.
+WHAT_IF_FIELDS = ("variation", "access_rate")
+WHAT_IF_FLOW_FIELDS = ("delayed_ack", "sack", "initial_cwnd", "ecn", "params", "rwnd", "mss")
+
+
+def _check_what_if(assignment: str) -> None:
+    path = assignment.partition("=")[0].strip()
+    head, _, rest = path.partition(".")
+    name = head.split("[", 1)[0]
+    if name in WHAT_IF_FIELDS or (name == "flows" and rest.split(".", 1)[0] in WHAT_IF_FLOW_FIELDS):
+        return
+    allowed = ", ".join([*(f"{f}.*" if f == "variation" else f for f in WHAT_IF_FIELDS),
+                         *(f"flows[*].{f}" for f in WHAT_IF_FLOW_FIELDS)])
+    raise UsageError(f"--set {assignment!r}: {path or '(nothing)'} is part of the experiment the kernel ran, so the "
+                     f"simulator would be judged against runs of another experiment; a what-if may change {allowed}")
 
 
 def validate(
@@ -169,6 +191,7 @@ def validate(
     record: Optional[Path] = typer.Option(None, "--record", help="also write the kernel's per-run results to this CSV, merged with the runs it holds; with --backend vm/both, runs it already holds are not run again"),
     cell_ids: Optional[list[str]] = typer.Option(None, "--cell", metavar="ID", help="run only this cell (repeatable), named as in the table, e.g. 'reno-cubic|100ms|1bdp|droptail'"),
     seeds: int = typer.Option(3, "--seeds", min=1, max=50, help=f"kernel seeds per cell (the simulator runs at least {SIM_SEEDS}, the kernel's first)"),
+    overrides: Optional[list[str]] = typer.Option(None, "--set", metavar="PATH=VALUE", help="a what-if for the simulator (--backend sim): change how it models the hosts in every cell (variation.*, access_rate, flows[*].delayed_ack|sack|initial_cwnd|ecn|params|rwnd|mss) and compare with the same kernel runs"),
 ) -> None:
     """Run the validation grid and say, cell by cell, whether the simulator agrees
     with the real kernel (±5 points of share, ±0.03 of J of means)."""
@@ -178,6 +201,11 @@ def validate(
 
     if backend not in SIDES:
         raise UsageError(f"--backend {backend!r} is not known; allowed: {', '.join(SIDES)}")
+    if overrides and backend != "sim":
+        raise UsageError("--set changes the simulator's model only (a what-if against the kernel runs fairlab ships); "
+                         "use it with --backend sim")
+    for a in overrides or []:
+        _check_what_if(a)
     try:
         selected = list(dict.fromkeys(grid.Cell.from_id(c) for c in cell_ids)) if cell_ids else grid.cells(subset)
     except ValueError as exc:
@@ -212,13 +240,15 @@ def validate(
         parts = []
         side_cells = [c for c in selected if c not in cannot] if side == "vm" else selected
         for doc in grid.campaign_docs(side_cells, runs=max(grid.SIM_SEEDS, seeds) if side == "sim" else seeds):
+            if overrides:
+                doc = apply_overrides(doc, overrides, source=f"validation grid ({doc['name']})")
             camp = expand(doc, source=f"validation grid ({doc['name']})", backend=side)
             if side == "vm" and record is not None:
                 from ..backends.vm.image import find
 
                 release = str(find(err_console.print).manifest.get("kernel_release"))
                 camp = _without_recorded_runs(camp, _recorded_runs(record), release)
-            store_dir = out / side / _store_name(doc["name"], selected if cell_ids else None, seeds)
+            store_dir = out / side / _store_name(doc["name"], selected if cell_ids else None, seeds, overrides)
             err_console.print(f"{side}: {doc['name']}: {len(camp.tasks)} runs into {store_dir}")
             try:
                 run_campaign_with_progress(camp, store_dir, workers=workers, dask=None)
@@ -246,10 +276,13 @@ def validate(
                          "(did every kernel run fail? the campaign store says why)")
     table = grid.compare(results["sim"], vm)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "grid.md").write_text(grid.markdown(table))
+    what_if = f"simulator what-if: --set {' '.join(overrides)} (not fairlab's default simulator)" if overrides else ""
+    (out / "grid.md").write_text((f"{what_if}\n\n" if what_if else "") + grid.markdown(table))
     table.to_csv(out / "grid.csv", index=False)
     counts = table["verdict"].value_counts()
     _print_table(table)
+    if what_if:
+        console.print(f"[yellow]{escape(what_if)}[/]")
     if missing:
         which = "asked for" if cell_ids else f"of --subset {escape(subset)}"
         console.print(f"note: {missing} cell(s) {which} have no kernel results yet")

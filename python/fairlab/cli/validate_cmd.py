@@ -12,8 +12,8 @@ import typer
 from rich.markup import escape
 
 from ..validation.grid import SIM_SEEDS
-from .overrides import apply_overrides
 from .common import UsageError, console, err_console
+from .overrides import apply_overrides
 
 SIDES = ("sim", "vm", "both")
 
@@ -171,6 +171,8 @@ WHAT_IF_FLOW_FIELDS = ("delayed_ack", "sack", "initial_cwnd", "ecn", "params", "
 
 
 def _check_what_if(assignment: str) -> None:
+    """Refuse a `--set` of anything but a `WHAT_IF_FIELDS` modelling field (the
+    schema check of the path and value comes after, in `apply_overrides`)."""
     path = assignment.partition("=")[0].strip()
     head, _, rest = path.partition(".")
     name = head.split("[", 1)[0]

@@ -455,6 +455,7 @@ def test_a_what_if_changes_the_simulator_and_is_judged_against_the_same_kernel_r
     (["--set", "bottleneck.rate=50Mbit"], "bottleneck.rate is part of the experiment the kernel ran"),
     (["--set", "flows[*].cca=bbr"], "flows[*].cca is part of the experiment the kernel ran"),
     (["--set", "variation.nonsense=1"], "variation has no field 'nonsense'; allowed: start_jitter, host_jitter"),
+    (["--set", "=3"], "must be PATH=VALUE, e.g. variation.host_jitter=30us"),
     (["--set", "variation.host_jitter=30us", "--backend", "vm"], "use it with --backend sim"),
 ])
 def test_a_what_if_may_change_the_model_but_not_the_experiment(tmp_path, args, says):

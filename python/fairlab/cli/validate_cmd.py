@@ -170,18 +170,24 @@ WHAT_IF_FIELDS = ("variation", "access_rate")
 WHAT_IF_FLOW_FIELDS = ("delayed_ack", "sack", "initial_cwnd", "ecn", "params", "rwnd", "mss")
 
 
+WHAT_IF_ALLOWED = ", ".join([*(f"{f}.*" if f == "variation" else f for f in WHAT_IF_FIELDS),
+                             *(f"flows[*].{f}" for f in WHAT_IF_FLOW_FIELDS)])
+
+
 def _check_what_if(assignment: str) -> None:
     """Refuse a `--set` of anything but a `WHAT_IF_FIELDS` modelling field (the
     schema check of the path and value comes after, in `apply_overrides`)."""
-    path = assignment.partition("=")[0].strip()
+    path, sep, _ = assignment.partition("=")
+    path = path.strip()
+    if not sep or not path:
+        raise UsageError(f"--set {assignment!r} must be PATH=VALUE, e.g. variation.host_jitter=30us; "
+                         f"a what-if may change {WHAT_IF_ALLOWED}")
     head, _, rest = path.partition(".")
     name = head.split("[", 1)[0]
     if name in WHAT_IF_FIELDS or (name == "flows" and rest.split(".", 1)[0] in WHAT_IF_FLOW_FIELDS):
         return
-    allowed = ", ".join([*(f"{f}.*" if f == "variation" else f for f in WHAT_IF_FIELDS),
-                         *(f"flows[*].{f}" for f in WHAT_IF_FLOW_FIELDS)])
-    raise UsageError(f"--set {assignment!r}: {path or '(nothing)'} is part of the experiment the kernel ran, so the "
-                     f"simulator would be judged against runs of another experiment; a what-if may change {allowed}")
+    raise UsageError(f"--set {assignment!r}: {path} is part of the experiment the kernel ran, so the simulator "
+                     f"would be judged against runs of another experiment; a what-if may change {WHAT_IF_ALLOWED}")
 
 
 def validate(
@@ -193,7 +199,7 @@ def validate(
     record: Optional[Path] = typer.Option(None, "--record", help="also write the kernel's per-run results to this CSV, merged with the runs it holds; with --backend vm/both, runs it already holds are not run again"),
     cell_ids: Optional[list[str]] = typer.Option(None, "--cell", metavar="ID", help="run only this cell (repeatable), named as in the table, e.g. 'reno-cubic|100ms|1bdp|droptail'"),
     seeds: int = typer.Option(3, "--seeds", min=1, max=50, help=f"kernel seeds per cell (the simulator runs at least {SIM_SEEDS}, the kernel's first)"),
-    overrides: Optional[list[str]] = typer.Option(None, "--set", metavar="PATH=VALUE", help="a what-if for the simulator (--backend sim): change how it models the hosts in every cell (variation.*, access_rate, flows[*].delayed_ack|sack|initial_cwnd|ecn|params|rwnd|mss) and compare with the same kernel runs"),
+    overrides: Optional[list[str]] = typer.Option(None, "--set", metavar="PATH=VALUE", help=f"a what-if for the simulator (--backend sim): change how it models the hosts in every cell ({WHAT_IF_ALLOWED}) and compare with the same kernel runs"),
 ) -> None:
     """Run the validation grid and say, cell by cell, whether the simulator agrees
     with the real kernel (±5 points of share, ±0.03 of J of means)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -240,14 +241,17 @@ def _releases(acks: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)
 
 
-def _simulated_acks(tso_defer: bool) -> pd.DataFrame:
+def _simulated_acks(gso: bool) -> pd.DataFrame:
     """The simulator's per-ACK trace of the kernel run's scenario, with or without
-    Linux's GSO sizing and deferral (the engine's `tso_defer`, off by default:
-    docs/tcp-model.md, "How the kernel's senders release segments")."""
-    scenario = load_scenario(IR_SCENARIO)
+    Linux's GSO sizing and deferral (each flow's `gso`, off by default:
+    docs/tcp-model.md, "How the kernel's senders release segments"), set as a user
+    sets it, through the scenario."""
+    doc = tomllib.loads(IR_SCENARIO.read_text())
+    for f in doc["flows"]:
+        f["gso"] = gso
+    scenario = Scenario.model_validate(doc)
     resolved = with_host_windows(scenario.resolve(seed=scenario.seed))
-    for f in resolved["flows"]:
-        f["tso_defer"] = tso_defer
+    assert all(f.get("tso_defer", False) is gso for f in resolved["flows"])
     return ack_trace.from_engine(core_simulate(json.dumps(resolved), None, True)["tcp_probe"])
 
 
@@ -257,7 +261,7 @@ def test_new_data_leaves_in_linux_sized_bursts_as_the_kernels_does():
     # tcp_tso_should_defer). The kernel's trace: in congestion avoidance (5–8 s)
     # most non-empty releases are exactly that size and about half of the ACKs
     # release nothing; in slow start most ACKs release nothing and the rest up to
-    # 12–18 segments. The simulator with `tso_defer` does the same; without it
+    # 12–18 segments. The simulator with `gso = true` does the same; without it
     # (the default) it releases what each ACK frees, two or four segments.
     kernel = _releases(pd.read_parquet(KERNEL_TRACE))
     deferring = _releases(_simulated_acks(True))
@@ -288,6 +292,20 @@ def test_new_data_leaves_in_linux_sized_bursts_as_the_kernels_does():
     default = _releases(_simulated_acks(False))
     ca = default[(default["t"] >= 5) & (default["t"] < 8)]
     assert (ca["sent"] == 0).mean() < 0.05 and ca.loc[ca["sent"] > 0, "sent"].max() <= 4
+
+
+def test_gso_changes_a_tcp_sender_and_leaves_a_dccp_one_alone():
+    # `gso` models Linux TCP's write path; Linux's DCCP sends a packet at a time,
+    # so `--set flows[*].gso=true` over a grid with CCID2 cells moves only the TCP
+    # flows. Same seed, same jitter draws: the DCCP-only run is identical to the
+    # byte, the TCP one is not.
+    def run(cca: str, gso: bool) -> pd.DataFrame:
+        doc = {"name": "g", "duration": "6s", "seed": 7, "bottleneck": {"rate": "20Mbit", "buffer": "100%bdp"},
+               "flows": [{"cca": cca, "rtt": "40ms", "gso": gso}]}
+        return simulate(Scenario.from_dict(doc)).samples
+
+    pd.testing.assert_frame_equal(run("ccid2", False), run("ccid2", True))
+    assert not run("reno", False).equals(run("reno", True))
 
 
 # The first round of the vm backend's Vegas–Vegas run (Linux 6.1.0-57 in QEMU,

@@ -231,3 +231,18 @@ def test_the_simulator_refuses_offloads_on_naming_the_field(tmp_path):
     cp = fairlab("run", p, "--out", tmp_path / "out")
     assert cp.returncode == 2 and "Traceback" not in cp.stderr
     assert "field `offloads`" in cp.stderr and "live and vm backends" in cp.stderr
+
+
+def test_a_flows_gso_model_enters_the_resolved_scenario_only_when_on():
+    base = {"name": "g", "duration": "5s", "bottleneck": {"rate": "10Mbit", "buffer": "100%bdp"},
+            "flows": [{"cca": "reno", "rtt": "20ms"}, {"cca": "ccid2", "rtt": "20ms"}]}
+    # Off is the default and leaves the resolved document (and every run key
+    # planned before the field existed) as it was.
+    off = Scenario.from_dict(base).resolve()
+    assert all("tso_defer" not in f for f in off["flows"])
+    explicit_off = {**base, "flows": [{**f, "gso": False} for f in base["flows"]]}
+    assert Scenario.from_dict(explicit_off).resolve() == off
+    on = Scenario.from_dict({**base, "flows": [{**f, "gso": True} for f in base["flows"]]}).resolve()
+    assert [f.get("tso_defer") for f in on["flows"]] == [True, True]
+    with pytest.raises(ScenarioError, match=r"field `flows\[0\]\.gso`: 'bursty' is not a yes/no value; write true or false"):
+        Scenario.from_dict({**base, "flows": [{"cca": "reno", "rtt": "20ms", "gso": "bursty"}]})

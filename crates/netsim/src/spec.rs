@@ -118,9 +118,8 @@ pub struct FlowSpec {
     pub rwnd_autotune: bool,
     /// Release new data as Linux does: in GSO packets of about a millisecond of
     /// the pacing rate, holding one back until the window takes it whole
-    /// (`tcp_tso_autosize`, `tcp_tso_should_defer`; `tcp/tso.rs`). Off (the
-    /// default, and what the Python front end sends): what each ACK frees leaves
-    /// at once. Matches the kernel's per-ACK releases, but with it on the
+    /// (`tcp_tso_autosize`, `tcp_tso_should_defer`; `tcp/tso.rs`). A scenario
+    /// flow's `gso`. Off (the default): what each ACK frees leaves at once. Matches the kernel's per-ACK releases, but with it on the
     /// validation grid agrees with the kernel in 56 of 77 cells instead of 67
     /// (docs/tcp-model.md, "How the kernel's senders release segments").
     #[serde(default)]

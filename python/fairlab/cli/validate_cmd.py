@@ -167,7 +167,7 @@ def _store_name(name: str, cells: list | None, seeds: int, overrides: list[str] 
 #: TCP, never the experiment the kernel ran (rate, buffer, queue, controls, RTTs,
 #: duration, window, seeds), against which the what-if is judged.
 WHAT_IF_FIELDS = ("variation", "access_rate")
-WHAT_IF_FLOW_FIELDS = ("delayed_ack", "sack", "initial_cwnd", "ecn", "params", "rwnd", "mss")
+WHAT_IF_FLOW_FIELDS = ("gso", "delayed_ack", "sack", "initial_cwnd", "ecn", "params", "rwnd", "mss")
 
 
 WHAT_IF_ALLOWED = ", ".join([*(f"{f}.*" if f == "variation" else f for f in WHAT_IF_FIELDS),

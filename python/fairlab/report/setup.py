@@ -56,7 +56,7 @@ def buffer_text(s: Scenario) -> str:
 def _cca(f: Any) -> str:
     """The control with its parameters (e.g. the kernel whose constants it uses)."""
     params = ", ".join(f"{k}={v}" for k, v in f.params.items())
-    return f"{f.cca}{f' ({params})' if params else ''}{' +ECN' if f.ecn else ''}"
+    return f"{f.cca}{f' ({params})' if params else ''}{' +ECN' if f.ecn else ''}{' +GSO' if f.gso else ''}"
 
 
 def _range(values: list[float], fmt: Any) -> str:

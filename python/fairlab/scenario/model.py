@@ -83,6 +83,10 @@ class Flow(_Strict):
     sack: bool = True
     delayed_ack: bool = True
     initial_cwnd: int = Field(default=10, ge=1, le=1000)
+    # A model of Linux TCP's write path; a DCCP flow sends packet by packet whatever
+    # it says, as `sack` and `delayed_ack` leave CCID2 alone, so `--set
+    # flows[*].gso=true` can be asked of a grid that mixes the two.
+    gso: bool = Field(default=False, description="simulator: release new data in Linux's GSO packets (docs/tcp-model.md)")
     params: dict[str, Any] = Field(default_factory=dict)
 
     _durations = field_validator("rtt", "start", mode="before")(lambda v: units.parse_duration(v))
@@ -326,6 +330,9 @@ class Scenario(_Strict):
                     "delayed_ack": f.delayed_ack,
                     "delack_timeout_ns": 40_000_000,
                     "initial_cwnd": f.initial_cwnd,
+                    # Present only when on, so every run planned before the field
+                    # existed keeps its content address.
+                    **({"tso_defer": True} if f.gso else {}),
                 }
                 for _, f in self.expanded_flows()
             ],

@@ -228,6 +228,10 @@ struct AccessLink {
     tx_full: u64,
     /// Wire bytes of a full-sized packet.
     full_wire: u32,
+    /// One host-jitter draw per release rather than per packet: a sender that
+    /// builds GSO packets (`tso_defer`) hands each skb to the stack whole, so the
+    /// processing delay is the skb's and its segments leave back to back.
+    jitter_per_release: bool,
 }
 
 /// The per-flow facts the bottleneck's service touches, 16 bytes a flow so a
@@ -512,6 +516,7 @@ impl Sim {
                 host_ready: 0,
                 tx_full: access_rate.tx_time(full_wire as u64).as_nanos(),
                 full_wire,
+                jitter_per_release: f.tso_defer && f.cca != CCID2,
             });
             timer_armed.push(start);
             flows.push(FlowSlot { mss, rng, start, stop, last_app: 0, last_retx: 0 });
@@ -884,11 +889,18 @@ impl Sim {
         // The new head's departure, when the link was idle: remembered here rather
         // than read back from the ring (a 1,000-flow run stalled on that load).
         let mut new_head = if link.q.is_empty() { None } else { Some(u64::MAX) };
+        let release_jitter = if link.jitter_per_release && self.host_jitter > 0 {
+            Some(jitter_draw(&mut self.flows[f].rng, self.host_jitter))
+        } else {
+            None
+        };
         for p in self.out.drain(..) {
             acct.bytes_sent += p.len as u64;
             acct.packets_sent += 1;
             let mut ready = now;
-            if self.host_jitter > 0 {
+            if let Some(j) = release_jitter {
+                ready += j;
+            } else if self.host_jitter > 0 {
                 ready += jitter_draw(&mut self.flows[f].rng, self.host_jitter);
             }
             // Host jitter never reorders a flow's own packets.

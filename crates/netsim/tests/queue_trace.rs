@@ -175,3 +175,49 @@ fn random_loss_is_traced_before_the_queue() {
     assert_eq!(count(&q, QueueEvent::Lost), out.totals.drops_random);
     assert!(out.totals.drops_random > 10);
 }
+
+/// Mean length (in packets) of flow 0's runs of arrivals at the bottleneck that
+/// follow each other at exactly the access link's frame time: the packets one
+/// host release put on the wire back to back.
+fn mean_back_to_back_run(q: &QueueTrace, frame_ns: u64) -> f64 {
+    let arrivals: Vec<u64> = (0..q.t_ns.len())
+        .filter(|&i| q.flow[i] == 0 && q.event[i] == QueueEvent::Queued as u8)
+        .map(|i| q.t_ns[i])
+        .collect();
+    let (mut runs, mut packets, mut run) = (0u64, 0u64, 1u64);
+    for w in arrivals.windows(2) {
+        if w[1] - w[0] == frame_ns {
+            run += 1;
+        } else {
+            runs += 1;
+            packets += run;
+            run = 1;
+        }
+    }
+    packets as f64 / runs.max(1) as f64
+}
+
+#[test]
+fn host_jitter_delays_a_gso_packet_whole_and_splits_the_plain_senders_pairs() {
+    // Linux hands each GSO packet to the stack as one skb, so the host's
+    // processing delay is the skb's: its segments reach the router back to
+    // back however late it leaves. The plain sender's jitter is drawn per
+    // packet, which is what breaks up its pairs. A buffer no flow fills, so
+    // nothing but the sender shapes the arrivals; 1 Gbit/s access links.
+    let frame_ns = 1514 * 8; // ns per frame at 1 Gbit/s
+    let runs = |gso: bool, jitter_ns: u64| {
+        let mut s = dumbbell(100_000_000, 10_000, 10);
+        s.access_rate_bps = Some(1_000_000_000);
+        s.host_jitter_ns = jitter_ns;
+        let mut f = flow("reno", 20, 0);
+        f.tso_defer = gso;
+        f.rwnd_bytes = Some(300_000); // below the buffer: no loss, steady releases
+        s.flows.push(f);
+        mean_back_to_back_run(&traced(&s).1, frame_ns)
+    };
+    let (gso_still, gso_jittered) = (runs(true, 0), runs(true, 200_000));
+    assert!(gso_still >= 3.0, "GSO releases of several segments: mean run {gso_still}");
+    assert!(gso_jittered >= 0.95 * gso_still, "jitter split GSO packets: {gso_jittered} vs {gso_still}");
+    let (plain_still, plain_jittered) = (runs(false, 0), runs(false, 200_000));
+    assert!(plain_jittered < 0.8 * plain_still, "per-packet jitter keeps pairs: {plain_jittered} vs {plain_still}");
+}

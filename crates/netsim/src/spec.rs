@@ -119,9 +119,10 @@ pub struct FlowSpec {
     /// Release new data as Linux does: in GSO packets of about a millisecond of
     /// the pacing rate, holding one back until the window takes it whole
     /// (`tcp_tso_autosize`, `tcp_tso_should_defer`; `tcp/tso.rs`). A scenario
-    /// flow's `gso`. Off (the default): what each ACK frees leaves at once. Matches the kernel's per-ACK releases, but with it on the
-    /// validation grid agrees with the kernel in 56 of 77 cells instead of 67
-    /// (docs/tcp-model.md, "How the kernel's senders release segments").
+    /// flow's `gso`. Its host jitter is drawn once per release, not per segment.
+    /// Off (the default): what each ACK frees leaves at once. It matches the
+    /// kernel's per-ACK releases, but the validation grid agrees no better with
+    /// it on (docs/validation/vm.md, "The kernel's sender, measured three ways").
     #[serde(default)]
     pub tso_defer: bool,
     /// SACK compression at the receiver (Linux `__tcp_ack_snd_check` since 4.19,

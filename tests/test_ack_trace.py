@@ -249,7 +249,7 @@ def _simulated_acks(gso: bool) -> pd.DataFrame:
     doc = tomllib.loads(IR_SCENARIO.read_text())
     for f in doc["flows"]:
         f["gso"] = gso
-    scenario = Scenario.model_validate(doc)
+    scenario = Scenario.from_dict(doc, source=str(IR_SCENARIO))
     resolved = with_host_windows(scenario.resolve(seed=scenario.seed))
     assert all(f.get("tso_defer", False) is gso for f in resolved["flows"])
     return ack_trace.from_engine(core_simulate(json.dumps(resolved), None, True)["tcp_probe"])
